@@ -1,0 +1,40 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both set up .venv
+# from nothing but python3 (pip installs uv, uv installs the rest from PyPI).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PACKAGES := -e . -e integrations/langchain -e integrations/llamaindex
+SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src
+
+.PHONY: setup test demo lint format bench clean
+
+$(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml requirements-dev.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $(PACKAGES) -r requirements-dev.txt
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest
+
+demo: setup
+	$(BIN)/python examples/quickstart.py
+
+lint: setup
+	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks
+	$(BIN)/mypy src/offprompt
+	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src
+
+format: setup
+	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks
+	$(BIN)/ruff format $(SOURCES) tests integrations examples benchmarks
+
+bench: setup
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements-bench.txt
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .offprompt

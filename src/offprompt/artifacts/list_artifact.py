@@ -1,0 +1,63 @@
+"""``ListArtifact``: an ordered sequence of artifacts."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Literal
+
+from pydantic import SerializeAsAny, field_validator
+
+from offprompt.artifacts.base import BaseArtifact
+from offprompt.errors import ValidationError
+
+
+class ListArtifact(BaseArtifact):
+    """A sequence of artifacts, possibly of mixed types.
+
+    Attributes:
+        item_separator: Put between the items' texts in :meth:`to_text`.
+    """
+
+    type: Literal["ListArtifact"] = "ListArtifact"
+    value: list[SerializeAsAny[BaseArtifact]] = []
+    item_separator: str = "\n\n"
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _items_are_artifacts(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            raise ValidationError(
+                f"ListArtifact.value must be a list, got {builtins.type(value).__name__}"
+            )
+        items = []
+        for index, item in enumerate(value):
+            if isinstance(item, BaseArtifact):
+                items.append(item)
+            elif isinstance(item, dict):
+                items.append(BaseArtifact.from_dict(item))
+            else:
+                raise ValidationError(
+                    f"ListArtifact item {index} must be an artifact, got {builtins.type(item).__name__}"
+                )
+        return items
+
+    @property
+    def child_type(self) -> builtins.type[BaseArtifact] | None:
+        """The class of the first item, or ``None`` for an empty list."""
+        return builtins.type(self.value[0]) if self.value else None
+
+    def is_type(self, target: builtins.type[BaseArtifact]) -> bool:
+        """Whether every item is an instance of ``target`` (false for an empty list)."""
+        return bool(self.value) and all(isinstance(item, target) for item in self.value)
+
+    def has_items(self) -> bool:
+        return bool(self.value)
+
+    def to_text(self) -> str:
+        return self.item_separator.join(item.to_text() for item in self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __getitem__(self, index: int) -> BaseArtifact:
+        return self.value[index]

@@ -1,0 +1,96 @@
+"""Exceptions raised by offprompt.
+
+Every error offprompt raises for the programmer derives from :class:`OffpromptError`;
+errors meant for a language model are returned as ``ErrorArtifact`` values instead.
+Each message names the offending value or field, so a log line is enough to act on.
+
+Tree::
+
+    OffpromptError
+    ├── ValidationError          bad input: a field, role, argument or name is wrong
+    │   └── NamespaceError       a namespace / session / tenant name is not allowed
+    ├── DeserializationError     a payload cannot be turned back into an object
+    │   └── UnknownTypeError     a ``type`` discriminator nobody registered
+    ├── SerializationError       an object holds a value that cannot be serialised
+    ├── TokenizerError           a tokenizer (encoding) cannot be loaded
+    ├── StorageError             a store cannot read or write (corrupt file, I/O)
+    │   └── NotAStoreError       a path exists but is not an offprompt store
+    └── NotFoundError            a session, namespace or item does not exist
+
+``ValidationError`` and ``DeserializationError`` also derive from :class:`ValueError`
+and ``NotFoundError`` from :class:`KeyError`, so code written against the builtin
+exceptions keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "DeserializationError",
+    "NamespaceError",
+    "NotAStoreError",
+    "NotFoundError",
+    "OffpromptError",
+    "SerializationError",
+    "StorageError",
+    "TokenizerError",
+    "UnknownTypeError",
+    "ValidationError",
+]
+
+
+class OffpromptError(Exception):
+    """Base class of every exception raised by offprompt.
+
+    Attributes:
+        context: Structured details (``field``, ``namespace``, ``session_id`` ...)
+            that the message also spells out, for programs that handle the error.
+    """
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context = context
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ValidationError(OffpromptError, ValueError):
+    """Input that offprompt refuses: a wrong field value, role, argument or name."""
+
+
+class NamespaceError(ValidationError):
+    """A namespace, session id or tenant name that is empty, too long or unsafe."""
+
+
+class DeserializationError(OffpromptError, ValueError):
+    """A payload (dict, JSON, bytes) that cannot be turned back into an object."""
+
+
+class UnknownTypeError(DeserializationError):
+    """A ``type`` discriminator that names no registered class."""
+
+
+class SerializationError(OffpromptError, ValueError):
+    """An object whose value cannot be serialised (e.g. a non-JSON generic value)."""
+
+
+class TokenizerError(OffpromptError):
+    """A tokenizer that cannot be loaded, e.g. a tiktoken encoding not available offline."""
+
+
+class StorageError(OffpromptError):
+    """A store that cannot read or write: corrupt data, I/O failure, schema mismatch."""
+
+
+class NotAStoreError(StorageError):
+    """A path that exists but is not an offprompt store; the file is left untouched."""
+
+
+class NotFoundError(OffpromptError, KeyError):
+    """A session, namespace or item that does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.message
