@@ -17,15 +17,19 @@ def test_extractive_summarizer_satisfies_both_protocols() -> None:
     assert isinstance(summarizer, Summarizer) and isinstance(summarizer, TextSummarizer)
 
 
-def test_summary_stays_in_budget_and_keeps_the_central_sentences() -> None:
-    text = " ".join(
-        ["Qdrant stores the vectors of every chunk."] * 3
-        + [f"Filler sentence number {i} about nothing." for i in range(200)]
-        + ["Qdrant filters every query by namespace."]
-    )
-    summary = ExtractiveSummarizer(max_tokens=60).summarize_text(text)
-    assert default_tokenizer().count(summary) <= 60
-    assert "Qdrant" in summary
+def test_summary_stays_in_budget_and_prefers_on_topic_sentences() -> None:
+    on_topic = [
+        "Qdrant stores dense vectors for every chunk of the document.",
+        "Each Qdrant query filters the vectors by namespace.",
+        "Sparse vectors in Qdrant give keyword matching for the query.",
+        "Qdrant fuses the dense and sparse vectors with reciprocal rank fusion.",
+    ]
+    off_topic = ["The cat sat on the mat.", "Lunch was at noon today.", "Trains were late."]
+    text = " ".join(off_topic[:1] + on_topic[:2] + off_topic[1:] + on_topic[2:])
+    summary = ExtractiveSummarizer(max_tokens=40).summarize_text(text)
+    assert default_tokenizer().count(summary) <= 40
+    assert summary.count("Qdrant") >= 2
+    assert not any(sentence in summary for sentence in off_topic)
 
 
 def test_one_overlong_sentence_is_cut_to_the_budget() -> None:
@@ -35,8 +39,12 @@ def test_one_overlong_sentence_is_cut_to_the_budget() -> None:
 
 def test_runs_fold_into_a_summary_that_keeps_previous_facts() -> None:
     summarizer = ExtractiveSummarizer(max_tokens=200)
-    first = summarizer.summarize(None, [_Run([Message.user("My name is Ada."), Message.assistant("Hello Ada.")])])
-    second = summarizer.summarize(first, [_Run([Message.user("I like Qdrant."), Message.assistant("Noted.")])])
+    first = summarizer.summarize(
+        None, [_Run([Message.user("My name is Ada."), Message.assistant("Hello Ada.")])]
+    )
+    second = summarizer.summarize(
+        first, [_Run([Message.user("I like Qdrant."), Message.assistant("Noted.")])]
+    )
     assert "Ada" in second and "Qdrant" in second
 
 

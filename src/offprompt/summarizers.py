@@ -57,8 +57,50 @@ class TextSummarizer(Protocol):
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have i in is it its of on or that the "
-    "this to was were will with you your we our they their he she not no yes do does".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "will",
+        "with",
+        "you",
+        "your",
+        "we",
+        "our",
+        "they",
+        "their",
+        "he",
+        "she",
+        "not",
+        "no",
+        "yes",
+        "do",
+        "does",
+    ]
 )
 
 
