@@ -12,6 +12,7 @@ implements both offline, deterministically, with no model.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -139,15 +140,18 @@ class ExtractiveSummarizer:
 
         def score(sentence: str) -> float:
             words = [w for w in _WORD.findall(sentence.lower()) if w not in _STOPWORDS]
-            return float(sum(frequencies[w] for w in set(words))) / (1 + len(words)) ** 0.5
+            return sum(frequencies[w] for w in set(words)) / math.sqrt(1 + len(words))
 
-        ranked = sorted(range(len(sentences)), key=lambda i: (-score(sentences[i]), i))
+        scores = [score(s) for s in sentences]
+        # Sentences far below the best are noise: leave budget unused rather than fill it.
+        floor = 0.5 * max(scores)
+        ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
         chosen: list[int] = []
         used = 0
         seen: set[str] = set()
         for index in ranked:
             sentence = sentences[index]
-            if sentence in seen:
+            if sentence in seen or scores[index] < floor:
                 continue
             cost = self.tokenizer.count(sentence) + 1
             if used + cost > budget:
