@@ -1,0 +1,13 @@
+"""Conversation memory: lossless history, runs, token-budgeted windows, summaries."""
+
+from offprompt.conversation.memory import ConversationMemory, Run, Window, group_runs
+from offprompt.conversation.summary import SUMMARY_STATE_KEY, SummaryConversationMemory
+
+__all__ = [
+    "SUMMARY_STATE_KEY",
+    "ConversationMemory",
+    "Run",
+    "SummaryConversationMemory",
+    "Window",
+    "group_runs",
+]

@@ -1,0 +1,443 @@
+"""``ConversationMemory``: lossless message history with token-budgeted windows.
+
+Every message is stored with the token count computed when it was added. The memory
+keeps, per session, prefix sums of those counts and the positions where runs start
+(user messages), catching up from the store by sequence number whenever the store's
+:class:`~offprompt.stores.SessionVersion` moved (another thread, process or machine
+appended or deleted). A window is then one version check, a binary search and one
+range read of the messages it returns: O(log n + window), never a re-tokenization.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from offprompt.errors import ValidationError
+from offprompt.messages import Message
+from offprompt.stores.base import (
+    ConversationStore,
+    IndexEntry,
+    SessionVersion,
+    StoredMessage,
+    validate_session_id,
+)
+from offprompt.tokens import Tokenizer
+
+__all__ = ["ConversationMemory", "Run", "Window", "group_runs"]
+
+logger = logging.getLogger("offprompt.conversation")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One user turn: the user message, the tool traffic it caused, the final answer.
+
+    Attributes:
+        messages: The run's messages in order; the first is the user message.
+        seqs: Their sequence numbers in the store (empty if the run was built by hand).
+        tokens: Their stored token counts, summed.
+
+    Example:
+        >>> run = Run([Message.user("2+2?"), Message.assistant("4")])
+        >>> run.user.text, run.answer.text
+        ('2+2?', '4')
+    """
+
+    messages: list[Message]
+    seqs: list[int] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def user(self) -> Message | None:
+        """The user message that opened the run."""
+        first = self.messages[0] if self.messages else None
+        return first if first is not None and first.role == "user" else None
+
+    @property
+    def answer(self) -> Message | None:
+        """The last assistant message that calls no tool (the final answer), if any."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and not message.tool_calls:
+                return message
+        return None
+
+    @property
+    def tool_traffic(self) -> list[Message]:
+        """Assistant messages that call tools, and the tool results."""
+        return [
+            m for m in self.messages if m.role == "tool" or (m.role == "assistant" and m.tool_calls)
+        ]
+
+    @property
+    def start_seq(self) -> int | None:
+        return self.seqs[0] if self.seqs else None
+
+
+class Window(list[Message]):
+    """The messages a prompt gets, with how they were chosen.
+
+    A ``list`` of :class:`Message`, so it goes wherever a message list goes.
+
+    Attributes:
+        tokens: Stored token counts of the messages in the window, summed.
+        budget: ``max_tokens - reserve``.
+        dropped: Messages of the history left out.
+        overflow: ``True`` when not even the newest run fit: the window then holds the
+            system message(s) and the newest user message only (and may exceed
+            ``budget``), or, if there is no run, system messages over budget.
+    """
+
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        *,
+        tokens: int = 0,
+        budget: int = 0,
+        dropped: int = 0,
+        overflow: bool = False,
+    ) -> None:
+        super().__init__(messages)
+        self.tokens = tokens
+        self.budget = budget
+        self.dropped = dropped
+        self.overflow = overflow
+
+    def __repr__(self) -> str:
+        return (
+            f"Window({len(self)} messages, tokens={self.tokens}, budget={self.budget}, "
+            f"dropped={self.dropped}, overflow={self.overflow})"
+        )
+
+
+def group_runs(stored: Sequence[StoredMessage]) -> tuple[list[StoredMessage], list[Run]]:
+    """Split stored messages into the preamble (before the first user message) and runs."""
+    preamble: list[StoredMessage] = []
+    groups: list[list[StoredMessage]] = []
+    for item in stored:
+        if item.message.role == "user":
+            groups.append([item])
+        elif groups:
+            groups[-1].append(item)
+        else:
+            preamble.append(item)
+    runs = [
+        Run([s.message for s in g], [s.seq for s in g], sum(s.tokens for s in g)) for g in groups
+    ]
+    return preamble, runs
+
+
+def check_budget(max_tokens: Any, reserve: Any) -> int:
+    for name, value in (("max_tokens", max_tokens), ("reserve", reserve)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError(f"{name} must be an int, got {value!r}")
+    if max_tokens <= 0:
+        raise ValidationError(f"max_tokens must be positive, got {max_tokens}")
+    if reserve < 0:
+        raise ValidationError(f"reserve must not be negative, got {reserve}")
+    if reserve >= max_tokens:
+        raise ValidationError(
+            f"reserve ({reserve}) leaves no room in max_tokens ({max_tokens}) for history"
+        )
+    return int(max_tokens - reserve)
+
+
+def check_messages(messages: Any) -> list[Message]:
+    if isinstance(messages, Message):
+        return [messages]
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        raise ValidationError(
+            f"expected a Message or a sequence of Messages, got {type(messages).__name__}"
+        )
+    items = list(messages)
+    for index, message in enumerate(items):
+        if not isinstance(message, Message):
+            raise ValidationError(
+                f"messages[{index}] must be an offprompt Message, got {type(message).__name__}; "
+                "convert framework messages with the adapters (e.g. offprompt_langchain.from_langchain)"
+            )
+    return items
+
+
+class ConversationMemory:
+    """Lossless conversation history for one session, with token-budgeted windows.
+
+    Every message is stored (in ``store``), grouped into :class:`Run` s on read, and
+    counted once, when added. :meth:`window` returns the newest whole runs that fit a
+    budget, with the system prompt(s) kept.
+
+    Args:
+        store: Where messages live; an :class:`~offprompt.stores.InMemoryStore` if
+            omitted. Pass a :class:`~offprompt.stores.SQLiteStore` to survive restarts.
+        session_id: The conversation; unknown sessions start empty.
+        tokenizer: Counts each message once on add; tiktoken ``o200k_base`` by default.
+        max_runs: Keep at most this many runs: after each add, the oldest runs beyond
+            the limit are **deleted from the store** (the preamble before the first user
+            message is kept). ``None`` keeps everything.
+
+    Example:
+        >>> memory = ConversationMemory()
+        >>> memory.add_messages([Message.system("Be brief."), Message.user("Hi"), Message.assistant("Hello!")])
+        >>> [m.role for m in memory.window(1000)]
+        ['system', 'user', 'assistant']
+    """
+
+    def __init__(
+        self,
+        store: ConversationStore | None = None,
+        session_id: str = "default",
+        *,
+        tokenizer: Tokenizer | None = None,
+        max_runs: int | None = None,
+    ) -> None:
+        if max_runs is not None and (
+            isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
+        ):
+            raise ValidationError(f"max_runs must be a positive int or None, got {max_runs!r}")
+        if store is None:
+            from offprompt.stores.memory import InMemoryStore
+
+            store = InMemoryStore()
+        if tokenizer is None:
+            from offprompt.tokens import default_tokenizer
+
+            tokenizer = default_tokenizer()
+        self.store = store
+        self.session_id = validate_session_id(session_id)
+        self.tokenizer = tokenizer
+        self.max_runs = max_runs
+        self._lock = threading.RLock()
+        self._overflow_logged = False
+        self._reset_cache()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(session_id={self.session_id!r}, store={self.store!r})"
+
+    # -- the cached index (prefix sums, run starts) --------------------------------------
+    def _reset_cache(self) -> None:
+        self._version: SessionVersion | None = None
+        self._seqs: list[int] = []
+        self._prefix: list[int] = [0]  # _prefix[i]: tokens of the first i messages
+        self._run_pos: list[int] = []  # positions of user messages (run starts)
+        self._run_prefix: list[int] = []  # _prefix at each run start, for bisect
+        self._pinned_pos: list[int] = []  # system messages before the first run
+
+    def _extend(self, entries: Iterable[IndexEntry]) -> None:
+        seqs, prefix = self._seqs, self._prefix
+        last = seqs[-1] if seqs else None
+        for entry in entries:
+            if last is not None and entry.seq <= last:
+                continue  # already cached (a read that raced with our own append)
+            last = entry.seq
+            position = len(seqs)
+            seqs.append(entry.seq)
+            prefix.append(prefix[-1] + entry.tokens)
+            if entry.role == "user":
+                self._run_pos.append(position)
+                self._run_prefix.append(prefix[position])
+            elif entry.role == "system" and not self._run_pos:
+                self._pinned_pos.append(position)
+
+    def _sync(self) -> None:
+        """Bring the cache up to the store's version (caller holds the lock)."""
+        current = self.store.version(self.session_id)
+        cached = self._version
+        if cached == current:
+            return
+        if cached is None or cached.epoch != current.epoch:
+            self._reset_cache()
+            entries = self.store.read_index(self.session_id)
+        else:
+            entries = self.store.read_index(self.session_id, start=cached.next_seq)
+        self._extend(entries)
+        next_seq = max(current.next_seq, self._seqs[-1] + 1 if self._seqs else 0)
+        self._version = SessionVersion(next_seq, current.epoch)
+
+    # -- writing ---------------------------------------------------------------------
+    def add_message(self, message: Message) -> None:
+        """Store one message (its token count is computed now, once)."""
+        self.add_messages([message])
+
+    def add_messages(self, messages: Iterable[Message]) -> None:
+        """Store messages in order, in one store transaction.
+
+        Raises:
+            ValidationError: An item is not a :class:`Message`; nothing is stored.
+        """
+        self._add_messages(check_messages(messages))
+
+    def _add_messages(self, items: list[Message]) -> None:
+        if not items:
+            return
+        counts = [self.tokenizer.count_message(m) for m in items]
+        with self._lock:
+            seqs = self.store.append(self.session_id, items, counts)
+            cached = self._version
+            if cached is not None and seqs and seqs[0] == cached.next_seq:
+                self._extend(
+                    IndexEntry(s, c, m.role) for s, c, m in zip(seqs, counts, items, strict=True)
+                )
+                self._version = SessionVersion(seqs[-1] + 1, cached.epoch)
+            if self.max_runs is not None:
+                self._evict(self.max_runs)
+
+    def _evict(self, max_runs: int) -> None:
+        self._sync()
+        excess = len(self._run_pos) - max_runs
+        if excess > 0:
+            start = self._seqs[self._run_pos[0]]
+            end = self._seqs[self._run_pos[excess]]
+            self.store.delete_range(self.session_id, start, end)
+            self._sync()
+
+    def clear(self) -> None:
+        """Delete the session's messages and state from the store."""
+        with self._lock:
+            self.store.delete_session(self.session_id)
+            self._reset_cache()
+
+    def replace(self, messages: Iterable[Message]) -> None:
+        """Clear, then store ``messages`` (validated first: bad input deletes nothing)."""
+        items = check_messages(messages)
+        with self._lock:
+            self.clear()
+            self.add_messages(items)
+
+    # -- reading ---------------------------------------------------------------------
+    def messages(self) -> list[Message]:
+        """Every stored message of the session, in order."""
+        return [s.message for s in self.store.read(self.session_id)]
+
+    def stored(self) -> list[StoredMessage]:
+        """Every stored message with its seq and token count."""
+        return self.store.read(self.session_id)
+
+    def runs(self) -> list[Run]:
+        """The session's runs, oldest first (the preamble is in :meth:`preamble`)."""
+        return group_runs(self.store.read(self.session_id))[1]
+
+    def preamble(self) -> list[Message]:
+        """Messages before the first user message: system prompts, greetings."""
+        with self._lock:
+            self._sync()
+            if not self._seqs:
+                return []
+            end = self._seqs[self._run_pos[0]] if self._run_pos else None
+        return [s.message for s in self.store.read(self.session_id, end=end)]
+
+    def token_count(self) -> int:
+        """Stored tokens of the whole history."""
+        with self._lock:
+            self._sync()
+            return self._prefix[-1]
+
+    def __len__(self) -> int:
+        return self.store.count(self.session_id)
+
+    # -- the window ------------------------------------------------------------------
+    def window(self, max_tokens: int, *, reserve: int = 0) -> Window:
+        """The newest messages that fit ``max_tokens - reserve`` tokens.
+
+        System messages before the first user message are always kept and counted.
+        The rest is a suffix of whole runs: it starts on a user message and never
+        separates a tool result from the assistant message that called it. If not even
+        the newest run fits, the window holds the system message(s) and the newest user
+        message only, ``overflow`` is ``True``, and a warning is logged (once per
+        memory object) on the ``offprompt.conversation`` logger.
+
+        Raises:
+            ValidationError: ``max_tokens <= 0``, ``reserve < 0`` or ``reserve >= max_tokens``.
+        """
+        budget = check_budget(max_tokens, reserve)
+        with self._lock:
+            self._sync()
+            return self._window(budget, [], 0)
+
+    def _window(self, budget: int, extra: list[tuple[Message, int]], first_run: int) -> Window:
+        """Window over the cache: pinned, then ``extra`` (e.g. a summary), then runs.
+
+        Only runs at index ``first_run`` or later are candidates.
+        """
+        seqs, prefix = self._seqs, self._prefix
+        pinned_tokens = sum(prefix[p + 1] - prefix[p] for p in self._pinned_pos)
+        pinned_tokens += sum(t for _, t in extra)
+        remaining = budget - pinned_tokens
+        total = prefix[-1]
+        overflow = False
+        body: list[StoredMessage] = []
+        if first_run < len(self._run_pos):
+            # The first run start s whose suffix total - prefix[s] fits in remaining.
+            k = bisect.bisect_left(self._run_prefix, total - remaining, lo=first_run)
+            if k < len(self._run_pos):
+                start, end = self._run_pos[k], len(seqs)
+            else:
+                overflow = True
+                start = self._run_pos[-1]
+                end = start + 1
+            body = self.store.read(self.session_id, start=seqs[start], end=seqs[end - 1] + 1)
+        elif remaining < 0:
+            overflow = True
+        pinned: list[StoredMessage] = []
+        if self._pinned_pos:
+            wanted = {seqs[p] for p in self._pinned_pos}
+            pinned = [
+                s
+                for s in self.store.read(
+                    self.session_id,
+                    start=seqs[self._pinned_pos[0]],
+                    end=seqs[self._pinned_pos[-1]] + 1,
+                )
+                if s.seq in wanted
+            ]
+        if overflow and not self._overflow_logged:
+            self._overflow_logged = True
+            logger.warning(
+                "session %r: not even the newest run fits in %d tokens; the window holds "
+                "the system message(s) and the newest user message only (Window.overflow)",
+                self.session_id,
+                budget,
+            )
+        used = sum(s.tokens for s in pinned) + sum(s.tokens for s in body)
+        return Window(
+            [s.message for s in pinned] + [m for m, _ in extra] + [s.message for s in body],
+            tokens=used + sum(t for _, t in extra),
+            budget=budget,
+            dropped=len(seqs) - len(pinned) - len(body),
+            overflow=overflow,
+        )
+
+    # -- async twins -----------------------------------------------------------------
+    async def aadd_message(self, message: Message) -> None:
+        await self.aadd_messages([message])
+
+    async def aadd_messages(self, messages: Iterable[Message]) -> None:
+        items = check_messages(messages)
+        await asyncio.to_thread(self._add_messages, items)
+
+    async def amessages(self) -> list[Message]:
+        return await asyncio.to_thread(self.messages)
+
+    async def aruns(self) -> list[Run]:
+        return await asyncio.to_thread(self.runs)
+
+    async def apreamble(self) -> list[Message]:
+        return await asyncio.to_thread(self.preamble)
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
+
+    async def areplace(self, messages: Iterable[Message]) -> None:
+        items = check_messages(messages)
+        await asyncio.to_thread(self.replace, items)
+
+    async def awindow(self, max_tokens: int, *, reserve: int = 0) -> Window:
+        check_budget(max_tokens, reserve)
+        return await asyncio.to_thread(self.window, max_tokens, reserve=reserve)
+
+    async def atoken_count(self) -> int:
+        return await asyncio.to_thread(self.token_count)

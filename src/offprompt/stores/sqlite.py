@@ -1,0 +1,475 @@
+"""``SQLiteStore``: the embedded, durable default store.
+
+One SQLite file in WAL mode. Every write runs in ``BEGIN IMMEDIATE``: the writer takes
+the database's write lock before it reads the session's next sequence number, so
+threads and processes appending to one session queue up (``busy_timeout``) instead of
+racing, and a batch of messages is one transaction: a process killed mid-write leaves
+either all of the batch or none of it. Each thread gets its own connection; a forked
+child opens fresh ones.
+
+Schema (versioned in ``offprompt_meta``; older files are migrated forward on open)::
+
+    offprompt_meta      key, value                      -- app marker, schema_version
+    offprompt_messages  session_id, seq, role, tokens, appended_at, body (JSON)
+    offprompt_state     session_id, key, value (JSON)
+    offprompt_sessions  session_id, next_seq, epoch, message_count, last_activity
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from offprompt.errors import NotAStoreError, StorageError, ValidationError
+from offprompt.messages import Message
+from offprompt.stores.base import (
+    BaseStore,
+    IndexEntry,
+    SessionInfo,
+    SessionVersion,
+    StoredMessage,
+    check_append,
+    check_range,
+    check_state,
+    encode_state,
+    validate_session_id,
+)
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
+
+SCHEMA_VERSION = 2
+_MAGIC = b"SQLite format 3\x00"
+_MIN_SEQ = -(2**63)
+_MAX_SEQ = 2**63 - 1
+
+
+def default_path() -> Path:
+    """``$OFFPROMPT_HOME/memory.db`` if ``OFFPROMPT_HOME`` is set, else ``./.offprompt/memory.db``."""
+    home = os.environ.get("OFFPROMPT_HOME")
+    return (Path(home) if home else Path.cwd() / ".offprompt") / "memory.db"
+
+
+def default_store() -> SQLiteStore:
+    """A :class:`SQLiteStore` at :func:`default_path`."""
+    return SQLiteStore()
+
+
+def _migrate_1(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE offprompt_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(
+        "CREATE TABLE offprompt_messages ("
+        " session_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,"
+        " tokens INTEGER NOT NULL, appended_at REAL NOT NULL, body TEXT NOT NULL,"
+        " PRIMARY KEY (session_id, seq))"
+    )
+    conn.execute(
+        "CREATE TABLE offprompt_state ("
+        " session_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+        " PRIMARY KEY (session_id, key))"
+    )
+    conn.execute("INSERT INTO offprompt_meta VALUES ('app', 'offprompt')")
+
+
+def _migrate_2(conn: sqlite3.Connection) -> None:
+    # v2: per-session counters, so seqs are assigned from a counter that survives
+    # deletions (never reused) and versions/counts are O(1) lookups.
+    conn.execute(
+        "CREATE TABLE offprompt_sessions ("
+        " session_id TEXT PRIMARY KEY, next_seq INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+        " message_count INTEGER NOT NULL, last_activity REAL)"
+    )
+    conn.execute(
+        "INSERT INTO offprompt_sessions"
+        " SELECT session_id, max(seq) + 1, 0, count(*), max(appended_at)"
+        " FROM offprompt_messages GROUP BY session_id"
+    )
+    # A covering index: a window's catch-up reads (seq, tokens, role) without bodies.
+    conn.execute(
+        "CREATE INDEX offprompt_messages_index"
+        " ON offprompt_messages (session_id, seq, tokens, role)"
+    )
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1, 2: _migrate_2}
+
+
+def _check_is_store(path: Path) -> None:
+    """Refuse, without writing a byte, a path that is not an offprompt SQLite store."""
+    if not path.exists():
+        return
+    if path.is_dir():
+        raise NotAStoreError(
+            f"{path} is a directory, not an offprompt SQLite store", path=str(path)
+        )
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_MAGIC))
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc}", path=str(path)) from None
+    if not head:
+        return  # an empty file is an empty database
+    if head != _MAGIC:
+        raise NotAStoreError(
+            f"{path} is not a SQLite database (it starts with {head[:8]!r}); "
+            "offprompt left it untouched",
+            path=str(path),
+        )
+    try:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise NotAStoreError(
+            f"{path} looks like SQLite but cannot be read ({exc}); offprompt left it untouched",
+            path=str(path),
+        ) from None
+    if tables and "offprompt_meta" not in tables:
+        raise NotAStoreError(
+            f"{path} is a SQLite database of another application (tables: "
+            f"{', '.join(sorted(tables)[:5])}); offprompt left it untouched",
+            path=str(path),
+        )
+
+
+class SQLiteStore(BaseStore):
+    """A :class:`~offprompt.stores.ConversationStore` in one SQLite file (WAL mode).
+
+    Safe with several threads and several processes appending to the same session:
+    nothing is lost, nothing is duplicated, and a writer killed mid-write leaves the
+    store consistent. A path that is not an offprompt store (a text file, another
+    application's database) raises :class:`~offprompt.errors.NotAStoreError` and is left
+    byte-identical.
+
+    Args:
+        path: The database file; created with its directory if missing. ``None`` means
+            :func:`default_path` (``$OFFPROMPT_HOME/memory.db`` or ``./.offprompt/memory.db``).
+        timeout: Seconds a writer waits for another writer's lock (``busy_timeout``).
+        synchronous: SQLite's ``synchronous`` pragma. ``NORMAL`` (default) survives a
+            crashed process; ``FULL`` also survives power loss, at a cost per commit.
+
+    Attributes:
+        path: The database file.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> store = SQLiteStore(pathlib.Path(tempfile.mkdtemp()) / "memory.db")
+        >>> store.append("s", [Message.user("hi")], [4])
+        [0]
+        >>> store.count("s")
+        1
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if path is not None and str(path) in ("", ":memory:"):
+            raise ValidationError(
+                "SQLiteStore needs a file path; use InMemoryStore for a store in memory"
+            )
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValidationError(
+                f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}"
+            )
+        self.path = Path(path) if path is not None else default_path()
+        self._timeout = timeout
+        self._synchronous = synchronous.upper()
+        _check_is_store(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot create {self.path.parent}: {exc}", path=str(self.path)
+            ) from None
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+        self._closed = False
+        with self._write() as conn:
+            self._migrate(conn)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    # -- connections and transactions ------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StorageError(f"{self!r} is closed", path=str(self.path))
+        if os.getpid() != self._pid:  # forked: never share a connection with the parent
+            with self._lock:
+                if os.getpid() != self._pid:
+                    self._pid = os.getpid()
+                    self._local = threading.local()
+                    self._connections = []
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    str(self.path),
+                    timeout=self._timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot open {self.path}: {exc}", path=str(self.path)) from None
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot write to {self.path}: {exc}", path=str(self.path)) from None
+        try:
+            yield conn
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(
+                    f"write to {self.path} failed: {exc}", path=str(self.path)
+                ) from None
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise StorageError(
+                f"commit to {self.path} failed: {exc}", path=str(self.path)
+            ) from None
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"read from {self.path} failed: {exc}", path=str(self.path)
+            ) from None
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "offprompt_meta" not in tables:
+            raise NotAStoreError(
+                f"{self.path} is a SQLite database of another application", path=str(self.path)
+            )
+        version = 0
+        if "offprompt_meta" in tables:
+            row = conn.execute(
+                "SELECT value FROM offprompt_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            version = int(row[0]) if row else 1
+        if version > SCHEMA_VERSION:
+            raise StorageError(
+                f"{self.path} has schema version {version}, newer than this offprompt "
+                f"understands ({SCHEMA_VERSION}); upgrade offprompt",
+                path=str(self.path),
+            )
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[step](conn)
+        if version != SCHEMA_VERSION:
+            conn.execute(
+                "INSERT OR REPLACE INTO offprompt_meta VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open file."""
+        row = self._query("SELECT value FROM offprompt_meta WHERE key = 'schema_version'")
+        return int(row[0][0])
+
+    # -- messages --------------------------------------------------------------------
+    def append(
+        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+    ) -> list[int]:
+        items, counts = check_append(session_id, messages, tokens)
+        if not items:
+            return []
+        # Serialise before taking the write lock: the lock is held only for the inserts.
+        bodies = [m.model_dump_json() for m in items]
+        now = time.time()
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT next_seq FROM offprompt_sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO offprompt_sessions VALUES (?, 0, 0, 0, NULL)", (session_id,)
+                )
+                first = 0
+            else:
+                first = int(row[0])
+            conn.executemany(
+                "INSERT INTO offprompt_messages VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (session_id, first + i, m.role, count, now, body)
+                    for i, (m, count, body) in enumerate(zip(items, counts, bodies, strict=True))
+                ],
+            )
+            conn.execute(
+                "UPDATE offprompt_sessions SET next_seq = ?, message_count = message_count + ?,"
+                " last_activity = ? WHERE session_id = ?",
+                (first + len(items), len(items), now, session_id),
+            )
+        return list(range(first, first + len(items)))
+
+    def read(
+        self, session_id: str, *, start: int | None = None, end: int | None = None
+    ) -> list[StoredMessage]:
+        validate_session_id(session_id)
+        check_range(start, end)
+        rows = self._query(
+            "SELECT seq, tokens, body FROM offprompt_messages"
+            " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (session_id, _MIN_SEQ if start is None else start, _MAX_SEQ if end is None else end),
+        )
+        return [
+            StoredMessage(session_id, seq, Message.from_json(body), tokens)
+            for seq, tokens, body in rows
+        ]
+
+    def read_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]:
+        validate_session_id(session_id)
+        check_range(start, None)
+        rows = self._query(
+            "SELECT seq, tokens, role FROM offprompt_messages"
+            " WHERE session_id = ? AND seq >= ? ORDER BY seq",
+            (session_id, _MIN_SEQ if start is None else start),
+        )
+        return [IndexEntry(seq, tokens, role) for seq, tokens, role in rows]
+
+    def version(self, session_id: str) -> SessionVersion:
+        validate_session_id(session_id)
+        rows = self._query(
+            "SELECT next_seq, epoch FROM offprompt_sessions WHERE session_id = ?", (session_id,)
+        )
+        return SessionVersion(rows[0][0], rows[0][1]) if rows else SessionVersion(0, 0)
+
+    def count(self, session_id: str) -> int:
+        validate_session_id(session_id)
+        rows = self._query(
+            "SELECT message_count FROM offprompt_sessions WHERE session_id = ?", (session_id,)
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def sessions(self) -> list[SessionInfo]:
+        rows = self._query(
+            "SELECT session_id, message_count, last_activity FROM offprompt_sessions s"
+            " WHERE message_count > 0 UNION"
+            " SELECT st.session_id, coalesce(s.message_count, 0), s.last_activity"
+            " FROM offprompt_state st LEFT JOIN offprompt_sessions s USING (session_id)"
+            " ORDER BY 1"
+        )
+        return [
+            SessionInfo(
+                sid,
+                count,
+                None if last is None else datetime.fromtimestamp(last, timezone.utc),
+            )
+            for sid, count, last in rows
+        ]
+
+    def delete_session(self, session_id: str) -> int:
+        validate_session_id(session_id)
+        with self._write() as conn:
+            deleted = conn.execute(
+                "DELETE FROM offprompt_messages WHERE session_id = ?", (session_id,)
+            ).rowcount
+            conn.execute("DELETE FROM offprompt_state WHERE session_id = ?", (session_id,))
+            # Keep the counter row: seqs are never reused, so cached readers notice.
+            conn.execute(
+                "UPDATE offprompt_sessions SET epoch = epoch + 1, message_count = 0"
+                " WHERE session_id = ?",
+                (session_id,),
+            )
+        return int(deleted)
+
+    def delete_range(self, session_id: str, start: int | None, end: int | None) -> int:
+        validate_session_id(session_id)
+        check_range(start, end)
+        with self._write() as conn:
+            deleted = int(
+                conn.execute(
+                    "DELETE FROM offprompt_messages WHERE session_id = ? AND seq >= ? AND seq < ?",
+                    (
+                        session_id,
+                        _MIN_SEQ if start is None else start,
+                        _MAX_SEQ if end is None else end,
+                    ),
+                ).rowcount
+            )
+            if deleted:
+                conn.execute(
+                    "UPDATE offprompt_sessions SET epoch = epoch + 1,"
+                    " message_count = message_count - ? WHERE session_id = ?",
+                    (deleted, session_id),
+                )
+        return deleted
+
+    # -- state -----------------------------------------------------------------------
+    def get_state(self, session_id: str, key: str) -> Any | None:
+        check_state(session_id, key)
+        rows = self._query(
+            "SELECT value FROM offprompt_state WHERE session_id = ? AND key = ?", (session_id, key)
+        )
+        return json.loads(rows[0][0]) if rows else None
+
+    def set_state(self, session_id: str, key: str, value: Any) -> None:
+        check_state(session_id, key)
+        text = encode_state(value)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO offprompt_state VALUES (?, ?, ?)", (session_id, key, text)
+            )
+
+    def delete_state(self, session_id: str, key: str) -> None:
+        check_state(session_id, key)
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM offprompt_state WHERE session_id = ? AND key = ?", (session_id, key)
+            )
+
+    def state_keys(self, session_id: str, prefix: str = "") -> list[str]:
+        validate_session_id(session_id)
+        if not isinstance(prefix, str):
+            raise ValidationError(f"prefix must be a str, got {type(prefix).__name__}")
+        rows = self._query(
+            "SELECT key FROM offprompt_state WHERE session_id = ? AND substr(key, 1, ?) = ?"
+            " ORDER BY key",
+            (session_id, len(prefix), prefix),
+        )
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+            self._local = threading.local()
+        for conn in connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
