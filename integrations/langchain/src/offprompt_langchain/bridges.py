@@ -1,0 +1,476 @@
+"""Bridges between LangChain models and offprompt's protocols.
+
+* :class:`LangChainEmbedder`: any LangChain ``Embeddings`` as an offprompt ``Embedder``
+  (what ``QdrantVectorStore`` and task memory use).
+* :class:`OffpromptEmbeddings`: offprompt's offline ``HashingEmbedder`` (or any
+  ``Embedder``) as a LangChain ``Embeddings``.
+* :class:`LangChainSummarizer`: any LangChain chat model as an offprompt ``Summarizer``
+  (conversation runs → running summary) and ``TextSummarizer`` (one long text → summary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from offprompt.errors import OffpromptError, ValidationError
+from offprompt.summarizers import RunLike
+
+if TYPE_CHECKING:
+    from offprompt.tokens import TiktokenTokenizer
+    from offprompt.vectors.embedders import Embedder
+
+__all__ = [
+    "LangChainEmbedder",
+    "LangChainSummarizer",
+    "OffpromptEmbeddings",
+    "SummarizationError",
+]
+
+_PROBE_TEXT = "offprompt dimension probe"
+
+
+class SummarizationError(OffpromptError):
+    """A chat model gave no usable summary (empty or non-text output)."""
+
+
+# -- embeddings -------------------------------------------------------------------------
+
+
+class LangChainEmbedder:
+    """Any LangChain ``Embeddings`` as an offprompt ``Embedder``.
+
+    Every result is checked: one vector per text, all of ``dimensions`` finite floats.
+    A mismatch is a :class:`~offprompt.errors.ValidationError` naming the problem, so a
+    misbehaving model cannot write bad vectors into a store.
+
+    Args:
+        embeddings: The LangChain embeddings model.
+        dimensions: The vector size, if known. Otherwise it is learnt from the first
+            result, or, when :attr:`dimensions` is read first, by embedding one short
+            probe text.
+
+    Attributes:
+        embeddings: The wrapped model.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> embedder = LangChainEmbedder(DeterministicFakeEmbedding(size=16))
+        >>> embedder.dimensions, len(embedder.embed_query("hi"))
+        (16, 16)
+    """
+
+    def __init__(self, embeddings: Embeddings, *, dimensions: int | None = None) -> None:
+        if not isinstance(embeddings, Embeddings):
+            raise ValidationError(
+                f"LangChainEmbedder needs a langchain_core Embeddings, got {type(embeddings).__name__}"
+            )
+        if dimensions is not None and (not isinstance(dimensions, int) or dimensions < 1):
+            raise ValidationError(f"dimensions must be a positive int, got {dimensions!r}")
+        self.embeddings = embeddings
+        self._dimensions = dimensions
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LangChainEmbedder({type(self.embeddings).__name__}, dimensions={self._dimensions})"
+
+    @property
+    def dimensions(self) -> int:
+        """The vector size (embeds one probe text the first time if it was not given)."""
+        if self._dimensions is None:
+            self._check([self.embeddings.embed_query(_PROBE_TEXT)], 1, "embed_query")
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order.
+
+        Example:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> len(LangChainEmbedder(DeterministicFakeEmbedding(size=8)).embed_documents(["a", "b"]))
+            2
+        """
+        batch = _texts(texts)
+        if not batch:
+            return []
+        return self._check(self.embeddings.embed_documents(batch), len(batch), "embed_documents")
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query."""
+        return self._check([self.embeddings.embed_query(_text(text))], 1, "embed_query")[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents` (the model's own ``aembed_documents``)."""
+        batch = _texts(texts)
+        if not batch:
+            return []
+        vectors = await self.embeddings.aembed_documents(batch)
+        return self._check(vectors, len(batch), "aembed_documents")
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query`."""
+        vector = await self.embeddings.aembed_query(_text(text))
+        return self._check([vector], 1, "aembed_query")[0]
+
+    def _check(self, vectors: Any, expected: int, method: str) -> list[list[float]]:
+        name = type(self.embeddings).__name__
+        if not isinstance(vectors, Sequence) or len(vectors) != expected:
+            got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
+            raise ValidationError(f"{name}.{method} returned {got} vectors for {expected} texts")
+        out: list[list[float]] = []
+        for index, vector in enumerate(vectors):
+            try:
+                row = [float(x) for x in vector]
+            except (TypeError, ValueError):
+                raise ValidationError(
+                    f"{name}.{method}: vector {index} is not a sequence of numbers"
+                ) from None
+            if not all(math.isfinite(x) for x in row):
+                raise ValidationError(f"{name}.{method}: vector {index} has NaN or infinity")
+            if self._dimensions is None:
+                if not row:
+                    raise ValidationError(f"{name}.{method}: vector {index} is empty")
+                with self._lock:  # two threads may learn it at once; the first one wins
+                    if self._dimensions is None:
+                        self._dimensions = len(row)
+            if len(row) != self._dimensions:
+                raise ValidationError(
+                    f"{name}.{method}: vector {index} has {len(row)} dimensions, "
+                    f"expected {self._dimensions}"
+                )
+            out.append(row)
+        return out
+
+
+class OffpromptEmbeddings(Embeddings):
+    """An offprompt ``Embedder`` as a LangChain ``Embeddings``; offline by default.
+
+    Args:
+        embedder: Any offprompt ``Embedder``. Default: ``HashingEmbedder(dimensions)``,
+            deterministic, no model, no network.
+        dimensions: Vector size of the default ``HashingEmbedder`` (ignored when
+            ``embedder`` is given).
+
+    Attributes:
+        embedder: The offprompt embedder doing the work.
+
+    Example:
+        >>> emb = OffpromptEmbeddings(dimensions=32)
+        >>> len(emb.embed_query("where is the config?"))
+        32
+    """
+
+    def __init__(self, embedder: Embedder | None = None, *, dimensions: int = 384) -> None:
+        if embedder is None:
+            from offprompt.vectors.embedders import HashingEmbedder
+
+            embedder = HashingEmbedder(dimensions)
+        for method in ("embed_documents", "embed_query", "aembed_documents", "aembed_query"):
+            if not callable(getattr(embedder, method, None)):
+                raise ValidationError(
+                    f"OffpromptEmbeddings needs an offprompt Embedder; "
+                    f"{type(embedder).__name__} has no {method}()"
+                )
+        self.embedder = embedder
+
+    def __repr__(self) -> str:
+        return f"OffpromptEmbeddings({self.embedder!r})"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, as plain Python floats."""
+        return [[float(x) for x in v] for v in self.embedder.embed_documents(_texts(texts))]
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a query."""
+        return [float(x) for x in self.embedder.embed_query(_text(text))]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents` (the embedder's own async method)."""
+        vectors = await self.embedder.aembed_documents(_texts(texts))
+        return [[float(x) for x in v] for v in vectors]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query`."""
+        return [float(x) for x in await self.embedder.aembed_query(_text(text))]
+
+
+def _texts(texts: Any) -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise ValidationError(f"texts must be a list of str, got {type(texts).__name__}")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValidationError(f"texts[{index}] must be str, got {type(text).__name__}")
+    return list(texts)
+
+
+def _text(text: Any) -> str:
+    if not isinstance(text, str):
+        raise ValidationError(f"text must be str, got {type(text).__name__}")
+    return text
+
+
+# -- summaries --------------------------------------------------------------------------
+
+_TEXT_INSTRUCTIONS = (
+    "You condense documents. Write a faithful summary of the text the user sends, keeping "
+    "names, numbers, identifiers and conclusions. Answer with the summary only, in at most "
+    "{max_tokens} tokens."
+)
+_RUNS_INSTRUCTIONS = (
+    "You keep the running summary of a conversation between a user and an assistant. "
+    "Merge the previous summary (if any) and the new exchanges into one updated summary "
+    "that keeps facts, decisions, names, numbers and open questions. Answer with the summary "
+    "only, in at most {max_tokens} tokens."
+)
+_PART_PREFIX = "Part {index} of {total} of a longer text:\n\n"
+
+
+class LangChainSummarizer:
+    """Any LangChain chat model as an offprompt ``Summarizer`` and ``TextSummarizer``.
+
+    ``summarize(previous, runs)`` folds conversation runs into a running summary (for
+    ``SummaryConversationMemory``); ``summarize_text(text)`` condenses one text (for
+    ``TaskMemory.summarize``). Inputs longer than ``max_input_tokens`` are split into
+    parts that are summarized separately (in one ``batch`` call) and then merged, as
+    often as needed, so a 1 MB tool output never reaches the model in one prompt. The
+    result is cut to ``max_tokens`` tokens if the model writes more. The async twins
+    use the model's ``ainvoke`` / ``abatch`` and never block the event loop.
+
+    Errors raised by the model propagate unchanged: ``SummaryConversationMemory`` keeps
+    its old summary and retries those runs later. An empty answer raises
+    :class:`SummarizationError`.
+
+    Args:
+        chat_model: A LangChain chat model (``BaseChatModel``) or any language model.
+        max_tokens: Budget of a summary, also stated in the prompt.
+        max_input_tokens: The most tokens sent to the model in one prompt.
+        tokenizer: Counts and cuts tokens; offprompt's default tokenizer if omitted.
+        text_instructions: System prompt for :meth:`summarize_text`; ``{max_tokens}``
+            is filled in.
+        runs_instructions: System prompt for :meth:`summarize`.
+
+    Attributes:
+        chat_model: The wrapped model.
+        max_tokens: Default summary budget.
+        max_input_tokens: Prompt budget per call.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> summarizer = LangChainSummarizer(FakeListChatModel(responses=["Short."]))
+        >>> summarizer.summarize_text("A long report ...")
+        'Short.'
+    """
+
+    def __init__(
+        self,
+        chat_model: BaseLanguageModel[Any],
+        *,
+        max_tokens: int = 256,
+        max_input_tokens: int = 6000,
+        tokenizer: TiktokenTokenizer | None = None,
+        text_instructions: str = _TEXT_INSTRUCTIONS,
+        runs_instructions: str = _RUNS_INSTRUCTIONS,
+    ) -> None:
+        if not isinstance(chat_model, BaseLanguageModel):
+            raise ValidationError(
+                f"LangChainSummarizer needs a LangChain chat model, got {type(chat_model).__name__}"
+            )
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValidationError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        if not isinstance(max_input_tokens, int) or max_input_tokens < 64:
+            raise ValidationError(
+                f"max_input_tokens must be an int >= 64, got {max_input_tokens!r}"
+            )
+        self.chat_model = chat_model
+        self.max_tokens = max_tokens
+        self.max_input_tokens = max_input_tokens
+        self._tokenizer = tokenizer
+        self.text_instructions = text_instructions
+        self.runs_instructions = runs_instructions
+
+    def __repr__(self) -> str:
+        return (
+            f"LangChainSummarizer({type(self.chat_model).__name__}, max_tokens={self.max_tokens})"
+        )
+
+    @property
+    def tokenizer(self) -> TiktokenTokenizer:
+        if self._tokenizer is None:
+            from offprompt.tokens import default_tokenizer
+
+            self._tokenizer = default_tokenizer()
+        return self._tokenizer
+
+    # -- TextSummarizer ---------------------------------------------------------------
+    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        """Summarize one text in at most ``max_tokens`` tokens (default: ``self.max_tokens``)."""
+        budget = self._budget(max_tokens)
+        if not _text(text).strip():
+            return ""
+        parts = self._parts(text)
+        while len(parts) > 1:
+            answers = self.chat_model.batch(
+                [self._prompt(self.text_instructions, p, budget) for p in parts]
+            )
+            parts = self._parts(self._merge(answers, len(parts)))
+        answer = self.chat_model.invoke(self._prompt(self.text_instructions, parts[0], budget))
+        return self._final(answer, budget)
+
+    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        """Async twin of :meth:`summarize_text`."""
+        budget = self._budget(max_tokens)
+        if not _text(text).strip():
+            return ""
+        parts = await asyncio.to_thread(self._parts, text)
+        while len(parts) > 1:
+            answers = await self.chat_model.abatch(
+                [self._prompt(self.text_instructions, p, budget) for p in parts]
+            )
+            parts = await asyncio.to_thread(self._parts, self._merge(answers, len(parts)))
+        answer = await self.chat_model.ainvoke(
+            self._prompt(self.text_instructions, parts[0], budget)
+        )
+        return await asyncio.to_thread(self._final, answer, budget)
+
+    # -- Summarizer -------------------------------------------------------------------
+    def summarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
+        """The new running summary of ``previous`` plus ``runs``."""
+        if not runs:
+            return previous or ""
+        transcript = self._transcript(previous, runs)
+        if self.tokenizer.count(transcript) > self.max_input_tokens:
+            transcript = self.summarize_text(transcript, max_tokens=self.max_input_tokens // 2)
+        answer = self.chat_model.invoke(
+            self._prompt(self.runs_instructions, transcript, self.max_tokens)
+        )
+        return self._final(answer, self.max_tokens)
+
+    async def asummarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
+        """Async twin of :meth:`summarize`."""
+        if not runs:
+            return previous or ""
+        transcript = self._transcript(previous, runs)
+        count = await asyncio.to_thread(self.tokenizer.count, transcript)
+        if count > self.max_input_tokens:
+            transcript = await self.asummarize_text(
+                transcript, max_tokens=self.max_input_tokens // 2
+            )
+        answer = await self.chat_model.ainvoke(
+            self._prompt(self.runs_instructions, transcript, self.max_tokens)
+        )
+        return await asyncio.to_thread(self._final, answer, self.max_tokens)
+
+    # -- helpers ----------------------------------------------------------------------
+    def _budget(self, max_tokens: int | None) -> int:
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        if not isinstance(budget, int) or budget < 1:
+            raise ValidationError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        return budget
+
+    def _prompt(self, instructions: str, text: str, budget: int) -> list[BaseMessage]:
+        return [
+            SystemMessage(instructions.replace("{max_tokens}", str(budget))),
+            HumanMessage(text),
+        ]
+
+    def _parts(self, text: str) -> list[str]:
+        """``text`` cut at whitespace into pieces that fit one prompt, each one labelled.
+
+        Cuts are made on characters, not tokens, so no character is ever split (a token
+        boundary can fall inside a multi-byte character).
+        """
+        room = self.max_input_tokens - 48  # the instructions and the part header
+        total = self.tokenizer.count(text)
+        if total <= room:
+            return [text]
+        pieces = _cut(text, math.ceil(total * 1.1 / room))
+        fitted: list[str] = []
+        while pieces:
+            piece = pieces.pop(0)
+            if self.tokenizer.count(piece) <= room or len(piece) < 2:
+                fitted.append(piece)
+            else:
+                pieces[:0] = _cut(piece, 2)
+        return [
+            _PART_PREFIX.format(index=i + 1, total=len(fitted)) + piece
+            for i, piece in enumerate(fitted)
+        ]
+
+    def _merge(self, answers: Sequence[Any], parts: int) -> str:
+        texts = [_answer_text(a, self.chat_model) for a in answers]
+        merged = "\n\n".join(texts)
+        # Guarantee progress: partial summaries longer than their parts would loop forever.
+        limit = max(64, (parts * self.max_input_tokens) // 2)
+        tokens = self.tokenizer.encode(merged)
+        return self.tokenizer.decode(tokens[:limit]) if len(tokens) > limit else merged
+
+    def _final(self, answer: Any, budget: int) -> str:
+        text = _answer_text(answer, self.chat_model).strip()
+        tokens = self.tokenizer.encode(text)
+        if len(tokens) > budget:
+            text = self.tokenizer.decode(tokens[:budget]).rstrip()
+        return text
+
+    @staticmethod
+    def _transcript(previous: str | None, runs: Sequence[RunLike]) -> str:
+        lines: list[str] = []
+        if previous:
+            lines.append(f"Previous summary:\n{previous}\n")
+        if runs:
+            lines.append("New exchanges:")
+        for run in runs:
+            for message in run.messages:
+                if message.role == "system":
+                    continue
+                text = message.text.strip()
+                if message.role == "tool":
+                    label = f"Tool {message.name or message.tool_call_id or ''}".rstrip()
+                    lines.append(f"{label} result: {text}")
+                    continue
+                speaker = "User" if message.role == "user" else "Assistant"
+                if text:
+                    lines.append(f"{speaker}: {text}")
+                for call in message.tool_calls:
+                    lines.append(f"{speaker} called tool {call.name} with {call.arguments}")
+                for image in message.images:
+                    lines.append(f"{speaker} attached {image.to_text()}")
+        return "\n".join(lines)
+
+
+def _cut(text: str, parts: int) -> list[str]:
+    """``text`` in ``parts`` pieces of about equal length, each cut after whitespace if any."""
+    size = max(1, len(text) // parts)
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            space = max(
+                text.rfind(" ", start + size // 2, end), text.rfind("\n", start + size // 2, end)
+            )
+            if space > start:
+                end = space + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def _answer_text(answer: Any, model: Any) -> str:
+    if isinstance(answer, str):
+        text = answer
+    elif isinstance(answer, BaseMessage):
+        text = answer.text
+    else:
+        raise SummarizationError(
+            f"{type(model).__name__} returned {type(answer).__name__}, not a message or text"
+        )
+    if not text.strip():
+        raise SummarizationError(f"{type(model).__name__} returned an empty summary")
+    return text

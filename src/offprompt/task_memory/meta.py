@@ -1,0 +1,82 @@
+"""``MetaMemory``: what produced each stored output, readable by later steps."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from offprompt.errors import ValidationError
+
+__all__ = ["ActionSubtaskMetaEntry", "MetaMemory"]
+
+
+@dataclass
+class ActionSubtaskMetaEntry:
+    """The step that called a tool: its reasoning, the actions it took and their answer.
+
+    Attributes:
+        thought: The model's reasoning before acting.
+        actions: The tool calls, as JSON text or a short description.
+        answer: What the step concluded (often the reference sentence).
+    """
+
+    thought: str
+    actions: str
+    answer: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ActionSubtaskMetaEntry:
+        try:
+            return cls(
+                thought=str(data["thought"]),
+                actions=str(data["actions"]),
+                answer=str(data["answer"]),
+                meta=dict(data.get("meta") or {}),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValidationError(
+                f"ActionSubtaskMetaEntry needs thought, actions, answer: {exc}"
+            ) from None
+
+    def to_text(self) -> str:
+        return f"Thought: {self.thought}\nActions: {self.actions}\nAnswer: {self.answer}"
+
+
+class MetaMemory:
+    """An ordered, thread-safe log of :class:`ActionSubtaskMetaEntry` records.
+
+    Example:
+        >>> memory = MetaMemory()
+        >>> memory.add_entry(ActionSubtaskMetaEntry("need logs", "fetch_logs()", "stored"))
+        >>> len(memory.entries)
+        1
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[ActionSubtaskMetaEntry] = []
+        self._lock = threading.Lock()
+
+    @property
+    def entries(self) -> list[ActionSubtaskMetaEntry]:
+        with self._lock:
+            return list(self._entries)
+
+    def add_entry(self, entry: ActionSubtaskMetaEntry) -> None:
+        if not isinstance(entry, ActionSubtaskMetaEntry):
+            raise ValidationError(
+                f"MetaMemory entries must be ActionSubtaskMetaEntry, got {type(entry).__name__}"
+            )
+        with self._lock:
+            self._entries.append(entry)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def to_text(self) -> str:
+        return "\n\n".join(e.to_text() for e in self.entries)

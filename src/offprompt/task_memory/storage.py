@@ -1,0 +1,305 @@
+"""Artifact storages: text chunks on Qdrant, blobs in a content-addressed blob store.
+
+A storage writes one artifact under a *generation* (a fresh id per write) and returns
+an entry describing it. ``TaskMemory`` commits entries by writing the namespace's
+metadata last; readers only look at committed generations, so data written by a write
+that never committed stays invisible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
+from offprompt.errors import StorageError, ValidationError
+from offprompt.task_memory.blobs import BlobStore
+from offprompt.task_memory.chunking import iter_chunks
+from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
+
+__all__ = ["ArtifactStorage", "BlobArtifactStorage", "TextArtifactStorage"]
+
+Entry = dict[str, Any]
+
+
+@runtime_checkable
+class ArtifactStorage(Protocol):
+    """What ``TaskMemory`` needs of a storage."""
+
+    kind: ClassVar[str]
+
+    def write(
+        self,
+        namespace: str,
+        artifact: BaseArtifact,
+        *,
+        generation: str,
+        first_seq: int,
+        tenant: str,
+    ) -> Entry: ...
+
+    def load(
+        self, namespace: str, entries: Sequence[Entry], *, tenant: str
+    ) -> list[BaseArtifact]: ...
+
+    def discard(
+        self,
+        namespace: str,
+        entries: Sequence[Entry] | None,
+        *,
+        tenant: str,
+        generations: Sequence[str] | None = None,
+    ) -> None: ...
+
+
+def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
+    return {
+        "id": artifact.id,
+        "name": artifact.name,
+        "type": artifact.type,
+        "generation": generation,
+        "first_seq": first_seq,
+        "meta": artifact.meta,
+        "reference": artifact.reference,
+    }
+
+
+class TextArtifactStorage:
+    """Stores ``TextArtifact`` values as token-aware chunks in a ``QdrantVectorStore``.
+
+    Each chunk is a point with payload ``artifact_id``, ``chunk_index``, ``seq`` (order
+    within the namespace), ``generation``, ``start``/``end`` (character offsets) and
+    ``tokens``; the point's ``text`` is the exact, non-overlapping span, so loading
+    joins the chunks back into the original byte for byte. The embedded text adds
+    ``overlap_tokens`` of the previous chunk for context.
+
+    Args:
+        vector_store: Where chunks go.
+        chunk_tokens: Maximum tokens per chunk.
+        overlap_tokens: Context tokens from the previous chunk (embedding only).
+        tokenizer: A ``TiktokenTokenizer`` (its ``encoding`` chunks and feeds BM25);
+            offprompt's default when omitted.
+        batch_size: Chunks per upsert.
+
+    Example:
+        >>> from offprompt.vectors import QdrantVectorStore
+        >>> storage = TextArtifactStorage(QdrantVectorStore(), chunk_tokens=128)
+        >>> storage.chunk_tokens
+        128
+    """
+
+    kind: ClassVar[str] = "text"
+
+    def __init__(
+        self,
+        vector_store: QdrantVectorStore,
+        *,
+        chunk_tokens: int = 512,
+        overlap_tokens: int = 64,
+        tokenizer: Any = None,
+        batch_size: int = 512,
+    ) -> None:
+        if chunk_tokens < 1 or overlap_tokens < 0 or overlap_tokens >= chunk_tokens:
+            raise ValidationError(
+                f"need chunk_tokens >= 1 and 0 <= overlap_tokens < chunk_tokens (got {chunk_tokens}, {overlap_tokens})"
+            )
+        if tokenizer is None:
+            from offprompt.tokens import default_tokenizer
+
+            tokenizer = default_tokenizer()
+        if not hasattr(tokenizer, "encoding"):
+            raise ValidationError(
+                "TextArtifactStorage needs a tiktoken-based tokenizer (with .encoding)"
+            )
+        self.vector_store = vector_store
+        self.chunk_tokens = chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        vector_store.create_payload_index("seq", "integer")
+        vector_store.create_payload_index("generation", "keyword")
+        vector_store.create_payload_index("artifact_id", "keyword")
+
+    def _store(self, tenant: str) -> QdrantVectorStore:
+        return (
+            self.vector_store
+            if tenant == self.vector_store.tenant
+            else self.vector_store.with_tenant(tenant)
+        )
+
+    def write(
+        self,
+        namespace: str,
+        artifact: BaseArtifact,
+        *,
+        generation: str,
+        first_seq: int,
+        tenant: str,
+    ) -> Entry:
+        if not isinstance(artifact, TextArtifact):
+            raise ValidationError(f"TextArtifactStorage stores TextArtifact, got {artifact.type}")
+        store = self._store(tenant)
+        encoder = store.sparse_encoder
+        text = artifact.value
+        batch: list[VectorRecord] = []
+        chunks = tokens = 0
+        for chunk in iter_chunks(
+            text,
+            self.tokenizer.encoding,
+            chunk_tokens=self.chunk_tokens,
+            overlap_tokens=self.overlap_tokens,
+        ):
+            batch.append(
+                VectorRecord(
+                    id=f"{generation}:{first_seq + chunk.index}",
+                    text=chunk.text,
+                    embed_text=chunk.embed_text,
+                    sparse=encoder.encode_ids(chunk.token_ids) if encoder is not None else None,
+                    payload={
+                        "artifact_id": artifact.id,
+                        "chunk_index": chunk.index,
+                        "seq": first_seq + chunk.index,
+                        "generation": generation,
+                        "start": chunk.start,
+                        "end": chunk.end,
+                        "tokens": chunk.tokens,
+                    },
+                )
+            )
+            chunks += 1
+            tokens += chunk.tokens
+            if len(batch) >= self.batch_size:
+                store.upsert(namespace, batch)
+                batch = []
+        if batch:
+            store.upsert(namespace, batch)
+        entry = _describe(artifact, generation, first_seq)
+        entry.update(chunks=chunks, tokens=tokens, bytes=len(text.encode("utf-8")), chars=len(text))
+        return entry
+
+    def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
+        store = self._store(tenant)
+        out: list[BaseArtifact] = []
+        for entry in entries:
+            records = store.scroll(
+                namespace,
+                filter={"generation": entry["generation"], "artifact_id": entry["id"]},
+                order_by="seq",
+            )
+            if len(records) != entry["chunks"]:
+                raise StorageError(
+                    f"namespace {namespace!r}: artifact {entry['id']} has {len(records)} of {entry['chunks']} chunks",
+                    namespace=namespace,
+                )
+            out.append(
+                TextArtifact(
+                    value="".join(r.text for r in records),
+                    id=entry["id"],
+                    name=entry["name"],
+                    meta=entry.get("meta") or {},
+                    reference=entry.get("reference"),
+                )
+            )
+        return out
+
+    def read_range(
+        self, namespace: str, entries: Sequence[Entry], first: int, stop: int, *, tenant: str
+    ) -> list[VectorRecord]:
+        """Chunks with ``first <= seq < stop`` of the committed ``entries``, in order."""
+        gens = [e["generation"] for e in entries]
+        if not gens:
+            return []
+        return self._store(tenant).scroll(
+            namespace, filter={"generation": gens, "seq": Range(gte=first, lt=stop)}, order_by="seq"
+        )
+
+    def query(
+        self,
+        namespace: str,
+        entries: Sequence[Entry],
+        query: str,
+        top_n: int,
+        *,
+        tenant: str,
+        mode: Any = "hybrid",
+    ) -> list[Hit]:
+        gens = [e["generation"] for e in entries]
+        if not gens:
+            return []
+        return self._store(tenant).search(
+            namespace, query, top_n=top_n, filter={"generation": gens}, mode=mode
+        )
+
+    def discard(
+        self,
+        namespace: str,
+        entries: Sequence[Entry] | None,
+        *,
+        tenant: str,
+        generations: Sequence[str] | None = None,
+    ) -> None:
+        store = self._store(tenant)
+        if generations is not None:
+            if generations:
+                store.delete(namespace, filter={"generation": list(generations)})
+            return
+        store.delete(namespace)
+
+
+class BlobArtifactStorage:
+    """Stores ``BlobArtifact`` (and ``ImageArtifact``) bytes in a :class:`BlobStore`.
+
+    The artifact's fields other than the bytes live in the namespace metadata, so a
+    loaded artifact is equal to the stored one (same id, type, MIME type, meta).
+
+    Example:
+        >>> from offprompt.task_memory.blobs import InMemoryBlobStore
+        >>> BlobArtifactStorage(InMemoryBlobStore()).kind
+        'blob'
+    """
+
+    kind: ClassVar[str] = "blob"
+
+    def __init__(self, blob_store: BlobStore) -> None:
+        self.blob_store = blob_store
+
+    def write(
+        self,
+        namespace: str,
+        artifact: BaseArtifact,
+        *,
+        generation: str,
+        first_seq: int,
+        tenant: str,
+    ) -> Entry:
+        if not isinstance(artifact, BlobArtifact):
+            raise ValidationError(f"BlobArtifactStorage stores BlobArtifact, got {artifact.type}")
+        key = self.blob_store.put(namespace, artifact.value, tenant=tenant)
+        fields = artifact.to_dict()
+        fields.pop("value", None)
+        entry = _describe(artifact, generation, first_seq)
+        entry.update(key=key, bytes=len(artifact.value), tokens=0, chunks=1, artifact=fields)
+        return entry
+
+    def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
+        out = []
+        for entry in entries:
+            data = self.blob_store.get(namespace, entry["key"], tenant=tenant)
+            out.append(BaseArtifact.from_dict({**entry["artifact"], "value": data}))
+        return out
+
+    def discard(
+        self,
+        namespace: str,
+        entries: Sequence[Entry] | None,
+        *,
+        tenant: str,
+        generations: Sequence[str] | None = None,
+    ) -> None:
+        if entries is None:
+            self.blob_store.delete(namespace, tenant=tenant)
+            return
+        keep = {e["key"] for e in entries}
+        for key in self.blob_store.keys(namespace, tenant=tenant):
+            if key not in keep:
+                self.blob_store.delete(namespace, key, tenant=tenant)

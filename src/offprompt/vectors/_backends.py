@@ -1,0 +1,560 @@
+"""The two engines behind ``QdrantVectorStore``: qdrant-client and qdrant-edge.
+
+Both speak the same small internal protocol (points in, scored payloads out); the store
+does embedding, validation and payload bookkeeping once, above them. Conditions travel
+as ``[(key, value)]`` pairs (value: exact, list = any-of, or :class:`Range`) and each
+backend translates them into its own filter objects.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from offprompt.errors import StorageError
+from offprompt.vectors.records import FilterValue, Range
+from offprompt.vectors.sparse import SparseVector
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient, QdrantClient
+
+DENSE = "dense"
+#: Reciprocal-rank-fusion constant ``k`` in ``weight / (k + rank)``; Qdrant's default is 2,
+#: which lets a strong first place in one ranking survive a weak other ranking.
+RRF_K = 2
+SPARSE = "sparse"
+
+Cond = list[tuple[str, FilterValue]]
+IndexKind = Literal["keyword", "integer", "float", "bool", "datetime"]
+Mode = Literal["hybrid", "dense", "sparse"]
+
+
+@dataclass
+class BackendPoint:
+    id: str
+    dense: list[float] | None
+    sparse: SparseVector | None
+    payload: dict[str, Any]
+
+
+@dataclass
+class Scored:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- edge
+
+
+class EdgeBackend:
+    """The Qdrant engine embedded through ``qdrant_edge.EdgeShard`` (one shard = one collection).
+
+    ``path=None`` uses a private temporary directory removed on :meth:`close` (the
+    ":memory:" equivalent: nothing outlives the process).
+    """
+
+    name = "edge"
+
+    def __init__(self, path: str | None, collection: str, dimensions: int, sparse: bool) -> None:
+        import qdrant_edge as qe
+
+        self.qe = qe
+        self._temp: str | None = None
+        if path is None:
+            self._temp = tempfile.mkdtemp(prefix="offprompt-edge-")
+            directory = Path(self._temp) / collection
+        else:
+            directory = Path(path) / collection
+        self.directory = directory
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
+            sparse_vectors=(
+                {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if sparse else None
+            ),
+        )
+        try:
+            if directory.is_dir() and any(directory.iterdir()):
+                self.shard = qe.EdgeShard.load(str(directory), config)
+            else:
+                directory.mkdir(parents=True, exist_ok=True)
+                self.shard = qe.EdgeShard.create(str(directory), config)
+        except Exception as exc:  # the engine raises plain RuntimeError / ValueError
+            raise StorageError(
+                f"cannot open embedded Qdrant shard at {directory}: {exc}",
+                path=str(directory),
+                collection=collection,
+            ) from None
+        self._indexed: set[str] = set()
+        self._closed = False
+
+    def ensure_index(self, key: str, kind: IndexKind, *, tenant: bool = False) -> None:
+        if key in self._indexed:
+            return
+        qe = self.qe
+        schema: Any
+        if kind == "keyword":
+            schema = qe.KeywordIndexParams(is_tenant=tenant or None)
+        else:
+            schema = {
+                "integer": qe.PayloadSchemaType.Integer,
+                "float": qe.PayloadSchemaType.Float,
+                "bool": qe.PayloadSchemaType.Bool,
+                "datetime": qe.PayloadSchemaType.Datetime,
+            }[kind]
+        existing = self.shard.info().payload_schema
+        if key not in existing:
+            self.shard.update(qe.UpdateOperation.create_field_index(key, schema))
+        self._indexed.add(key)
+
+    def _filter(self, cond: Cond) -> Any:
+        qe = self.qe
+        must: list[Any] = []
+        for key, value in cond:
+            if isinstance(value, Range):
+                must.append(
+                    qe.FieldCondition(
+                        key,
+                        range=qe.RangeFloat(gte=value.gte, gt=value.gt, lte=value.lte, lt=value.lt),
+                    )
+                )
+            elif isinstance(value, list):
+                must.append(qe.FieldCondition(key, match=qe.MatchAny(list(value))))
+            else:
+                must.append(qe.FieldCondition(key, match=qe.MatchValue(value)))
+        return qe.Filter(must=must)
+
+    def upsert(self, points: Sequence[BackendPoint]) -> None:
+        qe = self.qe
+        batch = []
+        for p in points:
+            vector: dict[str, Any] = {}
+            if p.dense is not None:
+                vector[DENSE] = p.dense
+            if p.sparse is not None and len(p.sparse):
+                vector[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
+            batch.append(qe.Point(p.id, vector, p.payload))
+        self.shard.update(qe.UpdateOperation.upsert_points(batch))
+
+    def query(
+        self,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        cond: Cond,
+        limit: int,
+        prefetch_limit: int,
+        weights: tuple[float, float] = (1.0, 1.0),
+    ) -> list[Scored]:
+        qe = self.qe
+        flt = self._filter(cond)
+        stages = []
+        if dense is not None:
+            stages.append(qe.Query.Nearest(dense, using=DENSE))
+        if sparse is not None and len(sparse):
+            stages.append(
+                qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE)
+            )
+        if not stages:
+            return []
+        if len(stages) == 1:
+            request = qe.QueryRequest(limit=limit, query=stages[0], filter=flt, with_payload=True)
+        else:
+            request = qe.QueryRequest(
+                limit=limit,
+                prefetches=[qe.Prefetch(limit=prefetch_limit, query=s, filter=flt) for s in stages],
+                query=qe.Fusion.Rrf(k=RRF_K, weights=list(weights)),
+                filter=flt,
+                with_payload=True,
+            )
+        return [
+            Scored(str(p.id), float(p.score), dict(p.payload or {}))
+            for p in self.shard.query(request)
+        ]
+
+    def scroll(
+        self, cond: Cond, *, limit: int, offset: str | None = None, order_by: str | None = None
+    ) -> tuple[list[Scored], str | None]:
+        qe = self.qe
+        request = qe.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=self._filter(cond),
+            with_payload=True,
+            with_vector=False,
+            order_by=qe.OrderBy(order_by, direction=qe.Direction.Asc) if order_by else None,
+        )
+        records, next_offset = self.shard.scroll(request)
+        out = [Scored(str(r.id), 0.0, dict(r.payload or {})) for r in records]
+        return out, (str(next_offset) if next_offset is not None and not order_by else None)
+
+    def retrieve(self, ids: Sequence[str]) -> list[Scored]:
+        records = self.shard.retrieve(list(ids), True, False)
+        return [Scored(str(r.id), 0.0, dict(r.payload or {})) for r in records]
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        self.shard.update(self.qe.UpdateOperation.set_payload(list(ids), payload))
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
+
+    def delete_filter(self, cond: Cond) -> None:
+        self.shard.update(self.qe.UpdateOperation.delete_points_by_filter(self._filter(cond)))
+
+    def count(self, cond: Cond) -> int:
+        return int(self.shard.count(self.qe.CountRequest(exact=True, filter=self._filter(cond))))
+
+    def facet(self, key: str, cond: Cond, limit: int) -> list[str]:
+        response = self.shard.facet(
+            self.qe.FacetRequest(key, limit=limit, exact=True, filter=self._filter(cond))
+        )
+        return sorted(str(h.value) for h in response.hits)
+
+    def flush(self) -> None:
+        self.shard.flush()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.shard.flush()
+            self.shard.close()
+        finally:
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------- client
+
+
+class ClientBackend:
+    """qdrant-client: embedded local mode (``:memory:`` / ``path=``) or a server via ``url=``.
+
+    ``aclient`` (an ``AsyncQdrantClient`` on the same server) serves the async twins;
+    without it they run the sync client in a worker thread. Local mode is not
+    thread-safe, so every call holds a lock.
+    """
+
+    name = "client"
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        collection: str,
+        dimensions: int,
+        sparse: bool,
+        aclient: AsyncQdrantClient | None = None,
+    ) -> None:
+        from qdrant_client import models
+
+        self.models = models
+        self.client = client
+        self.aclient = aclient
+        self.collection = collection
+        self.dimensions = dimensions
+        self.sparse = sparse
+        self.lock = threading.RLock()
+        self._indexed: set[str] = set()
+        self._async_ready = False
+        from qdrant_client.local.qdrant_local import QdrantLocal
+
+        # Local mode filters in Python and warns that payload indexes do nothing.
+        self.local = isinstance(getattr(client, "_client", None), QdrantLocal)
+        try:
+            if not client.collection_exists(collection):
+                client.create_collection(collection, **self._collection_config())
+            else:
+                self._check_existing(client.get_collection(collection))
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise StorageError(
+                f"cannot open Qdrant collection {collection!r}: {exc}", collection=collection
+            ) from None
+
+    def _collection_config(self) -> dict[str, Any]:
+        m = self.models
+        return {
+            "vectors_config": {
+                DENSE: m.VectorParams(size=self.dimensions, distance=m.Distance.COSINE)
+            },
+            "sparse_vectors_config": (
+                {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)} if self.sparse else None
+            ),
+        }
+
+    def _check_existing(self, info: Any) -> None:
+        vectors = info.config.params.vectors
+        params = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        if params is None or params.size != self.dimensions:
+            raise StorageError(
+                f"collection {self.collection!r} exists with incompatible vectors "
+                f"(need a {DENSE!r} vector of size {self.dimensions})",
+                collection=self.collection,
+            )
+
+    async def ensure_async_collection(self) -> None:
+        if self._async_ready or self.aclient is None:
+            return
+        if not await self.aclient.collection_exists(self.collection):
+            await self.aclient.create_collection(self.collection, **self._collection_config())
+        self._async_ready = True
+
+    def _index_schema(self, kind: IndexKind, tenant: bool) -> Any:
+        m = self.models
+        if kind == "keyword":
+            return m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=tenant or None)
+        return {
+            "integer": m.PayloadSchemaType.INTEGER,
+            "float": m.PayloadSchemaType.FLOAT,
+            "bool": m.PayloadSchemaType.BOOL,
+            "datetime": m.PayloadSchemaType.DATETIME,
+        }[kind]
+
+    def ensure_index(self, key: str, kind: IndexKind, *, tenant: bool = False) -> None:
+        # A server needs payload indexes for filters / order_by; local mode ignores them.
+        if key in self._indexed or self.local:
+            return
+        with self.lock:
+            self.client.create_payload_index(
+                self.collection, key, field_schema=self._index_schema(kind, tenant), wait=True
+            )
+        self._indexed.add(key)
+
+    def filter(self, cond: Cond) -> Any:
+        m = self.models
+        must: list[Any] = []
+        for key, value in cond:
+            if isinstance(value, Range):
+                must.append(
+                    m.FieldCondition(
+                        key=key,
+                        range=m.Range(gte=value.gte, gt=value.gt, lte=value.lte, lt=value.lt),
+                    )
+                )
+            elif isinstance(value, list):
+                must.append(m.FieldCondition(key=key, match=m.MatchAny(any=list(value))))
+            else:
+                must.append(m.FieldCondition(key=key, match=m.MatchValue(value=value)))
+        return m.Filter(must=must)
+
+    def points(self, points: Sequence[BackendPoint]) -> list[Any]:
+        m = self.models
+        out = []
+        for p in points:
+            vector: dict[str, Any] = {}
+            if p.dense is not None:
+                vector[DENSE] = p.dense
+            if p.sparse is not None and len(p.sparse):
+                vector[SPARSE] = m.SparseVector(indices=p.sparse.indices, values=p.sparse.values)
+            out.append(m.PointStruct(id=p.id, vector=vector, payload=p.payload))
+        return out
+
+    def query_args(
+        self,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        cond: Cond,
+        limit: int,
+        prefetch_limit: int,
+        weights: tuple[float, float] = (1.0, 1.0),
+    ) -> dict[str, Any] | None:
+        m = self.models
+        flt = self.filter(cond)
+        stages: list[tuple[Any, str]] = []
+        if dense is not None:
+            stages.append((dense, DENSE))
+        if sparse is not None and len(sparse):
+            stages.append((m.SparseVector(indices=sparse.indices, values=sparse.values), SPARSE))
+        if not stages:
+            return None
+        base = {
+            "collection_name": self.collection,
+            "query_filter": flt,
+            "limit": limit,
+            "with_payload": True,
+        }
+        if len(stages) == 1:
+            return {**base, "query": stages[0][0], "using": stages[0][1]}
+        prefetch = [
+            m.Prefetch(query=q, using=u, filter=flt, limit=prefetch_limit) for q, u in stages
+        ]
+        return {
+            **base,
+            "prefetch": prefetch,
+            "query": m.RrfQuery(rrf=m.Rrf(k=RRF_K, weights=list(weights))),
+        }
+
+    @staticmethod
+    def scored(points: Sequence[Any]) -> list[Scored]:
+        return [
+            Scored(str(p.id), float(getattr(p, "score", 0.0) or 0.0), dict(p.payload or {}))
+            for p in points
+        ]
+
+    def scroll_args(
+        self, cond: Cond, *, limit: int, offset: str | None, order_by: str | None
+    ) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "collection_name": self.collection,
+            "scroll_filter": self.filter(cond),
+            "limit": limit,
+            "with_payload": True,
+            "with_vectors": False,
+        }
+        if order_by:
+            args["order_by"] = self.models.OrderBy(key=order_by)
+        elif offset is not None:
+            args["offset"] = offset
+        return args
+
+    # sync I/O
+    def upsert(self, points: Sequence[BackendPoint]) -> None:
+        with self.lock:
+            self.client.upsert(self.collection, self.points(points), wait=True)
+
+    def query(
+        self,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        cond: Cond,
+        limit: int,
+        prefetch_limit: int,
+        weights: tuple[float, float] = (1.0, 1.0),
+    ) -> list[Scored]:
+        args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights)
+        if args is None:
+            return []
+        with self.lock:
+            return self.scored(self.client.query_points(**args).points)
+
+    def scroll(
+        self, cond: Cond, *, limit: int, offset: str | None = None, order_by: str | None = None
+    ) -> tuple[list[Scored], str | None]:
+        with self.lock:
+            records, nxt = self.client.scroll(
+                **self.scroll_args(cond, limit=limit, offset=offset, order_by=order_by)
+            )
+        return self.scored(records), (str(nxt) if nxt is not None and not order_by else None)
+
+    def retrieve(self, ids: Sequence[str]) -> list[Scored]:
+        with self.lock:
+            return self.scored(self.client.retrieve(self.collection, list(ids), with_payload=True))
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        with self.lock:
+            self.client.set_payload(self.collection, payload=payload, points=list(ids), wait=True)
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        with self.lock:
+            self.client.delete(
+                self.collection,
+                points_selector=self.models.PointIdsList(points=list(ids)),
+                wait=True,
+            )
+
+    def delete_filter(self, cond: Cond) -> None:
+        with self.lock:
+            self.client.delete(
+                self.collection,
+                points_selector=self.models.FilterSelector(filter=self.filter(cond)),
+                wait=True,
+            )
+
+    def count(self, cond: Cond) -> int:
+        with self.lock:
+            return int(
+                self.client.count(self.collection, count_filter=self.filter(cond), exact=True).count
+            )
+
+    def facet(self, key: str, cond: Cond, limit: int) -> list[str]:
+        with self.lock:
+            response = self.client.facet(
+                self.collection, key, facet_filter=self.filter(cond), limit=limit, exact=True
+            )
+        return sorted(str(h.value) for h in response.hits)
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        with self.lock:
+            self.client.close()
+
+    # async I/O (only used when an AsyncQdrantClient is present)
+    async def aupsert(self, points: Sequence[BackendPoint]) -> None:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        await self.aclient.upsert(self.collection, self.points(points), wait=True)
+
+    async def aquery(
+        self,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        cond: Cond,
+        limit: int,
+        prefetch_limit: int,
+        weights: tuple[float, float] = (1.0, 1.0),
+    ) -> list[Scored]:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights)
+        if args is None:
+            return []
+        return self.scored((await self.aclient.query_points(**args)).points)
+
+    async def ascroll(
+        self, cond: Cond, *, limit: int, offset: str | None = None, order_by: str | None = None
+    ) -> tuple[list[Scored], str | None]:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        records, nxt = await self.aclient.scroll(
+            **self.scroll_args(cond, limit=limit, offset=offset, order_by=order_by)
+        )
+        return self.scored(records), (str(nxt) if nxt is not None and not order_by else None)
+
+    async def aretrieve(self, ids: Sequence[str]) -> list[Scored]:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        return self.scored(
+            await self.aclient.retrieve(self.collection, list(ids), with_payload=True)
+        )
+
+    async def aset_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        await self.aclient.set_payload(
+            self.collection, payload=payload, points=list(ids), wait=True
+        )
+
+    async def adelete_filter(self, cond: Cond) -> None:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        await self.aclient.delete(
+            self.collection,
+            points_selector=self.models.FilterSelector(filter=self.filter(cond)),
+            wait=True,
+        )
+
+    async def adelete_ids(self, ids: Sequence[str]) -> None:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        await self.aclient.delete(
+            self.collection, points_selector=self.models.PointIdsList(points=list(ids)), wait=True
+        )
+
+    async def acount(self, cond: Cond) -> int:
+        assert self.aclient is not None
+        await self.ensure_async_collection()
+        return int(
+            (
+                await self.aclient.count(
+                    self.collection, count_filter=self.filter(cond), exact=True
+                )
+            ).count
+        )

@@ -1,0 +1,114 @@
+"""A BM25-style sparse encoder over tokenizer ids.
+
+The document side carries BM25's term-frequency saturation and length normalisation,
+``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))``; the IDF half of BM25 is
+left to Qdrant (``Modifier.IDF`` on the sparse vector), so it stays correct as the
+collection grows and shrinks. A query is the set of its token ids, each weighted 1.0.
+
+Token ids come from the tiktoken encoding offprompt already uses to count and chunk,
+so a chunk's ids are reused rather than tokenised twice. BPE ids are case- and
+leading-space-sensitive (``" Paris"`` and ``"paris"`` differ), so a query is expanded
+with its lower-cased form and each word with and without a leading space.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from offprompt.errors import ValidationError
+
+__all__ = ["BM25SparseEncoder", "IdTokenizer", "SparseVector"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class IdTokenizer(Protocol):
+    """What the sparse encoder needs of a tokenizer: text to integer ids."""
+
+    def encode(self, text: str) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """Non-zero dimensions of a sparse vector, indices ascending."""
+
+    indices: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class BM25SparseEncoder:
+    """BM25 document weights over token ids; IDF comes from Qdrant's modifier.
+
+    Args:
+        tokenizer: Anything with ``encode(text) -> list[int]``; tiktoken ``o200k_base``
+            (offprompt's default tokenizer) when omitted.
+        k1: Term-frequency saturation.
+        b: Length normalisation (0 = none, 1 = full).
+        avg_len: Expected document length in tokens.
+
+    Example:
+        >>> enc = BM25SparseEncoder()
+        >>> doc = enc.encode_document("error error timeout")
+        >>> len(doc.indices) == len(doc.values) > 0
+        True
+    """
+
+    def __init__(
+        self,
+        tokenizer: IdTokenizer | None = None,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        avg_len: float = 256.0,
+    ) -> None:
+        if k1 < 0 or not 0.0 <= b <= 1.0 or avg_len <= 0:
+            raise ValidationError(
+                f"BM25SparseEncoder: need k1 >= 0, 0 <= b <= 1, avg_len > 0 (got {k1}, {b}, {avg_len})"
+            )
+        if tokenizer is None:
+            from offprompt.tokens import default_tokenizer
+
+            tokenizer = default_tokenizer()
+        self.tokenizer = tokenizer
+        self.k1 = k1
+        self.b = b
+        self.avg_len = avg_len
+
+    def encode_ids(self, ids: Sequence[int] | np.ndarray) -> SparseVector:
+        """BM25 document weights of one document given as token ids."""
+        array = np.asarray(ids, dtype=np.int64)
+        if array.size == 0:
+            return SparseVector()
+        indices, tf = np.unique(array, return_counts=True)
+        tf = tf.astype(np.float64)
+        norm = self.k1 * (1.0 - self.b + self.b * array.size / self.avg_len)
+        values = tf * (self.k1 + 1.0) / (tf + norm)
+        return SparseVector(indices=indices.tolist(), values=values.tolist())
+
+    def encode_document(self, text: str) -> SparseVector:
+        """BM25 document weights of ``text``."""
+        return self.encode_ids(self.tokenizer.encode(text))
+
+    def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
+        return [self.encode_document(text) for text in texts]
+
+    def encode_query(self, text: str) -> SparseVector:
+        """The query's token ids (and those of its case / spacing variants), weight 1.0."""
+        variants = {text, text.lower()}
+        for word in _WORD.findall(text):
+            for form in (word, word.lower(), word.capitalize()):
+                variants.add(form)
+                variants.add(" " + form)
+        ids: set[int] = set()
+        for variant in variants:
+            ids.update(self.tokenizer.encode(variant))
+        ordered = sorted(ids)
+        return SparseVector(indices=ordered, values=[1.0] * len(ordered))

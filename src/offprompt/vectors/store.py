@@ -1,0 +1,677 @@
+"""``QdrantVectorStore``: namespaced hybrid (dense + BM25 sparse, RRF) search on Qdrant.
+
+Engines (the API is identical; ``engine=`` picks one):
+
+* ``"edge"`` - the Qdrant engine embedded in-process (``qdrant-edge-py``), one shard
+  per collection under ``path`` (or a private temporary directory for ``":memory:"``).
+  With keyword payload indexes it filters by namespace in ~1-3 ms at 100k points.
+* ``"client"`` - ``qdrant-client``: a server or cluster via ``url=`` (async twins use
+  ``AsyncQdrantClient``), or its pure-Python local mode (``":memory:"`` / ``path=``),
+  which scans every point on each filtered query (~1 s at 100k points).
+* ``"auto"`` (default) - ``url=`` or ``client=`` means qdrant-client; an embedded store
+  uses edge when ``qdrant_edge`` is importable (measured ~700x faster filtered search
+  and ~4x faster upserts at 100k points, see ``benchmarks/RESULTS_task_memory.md``),
+  else qdrant-client local mode.
+
+Every point carries ``tenant``, ``namespace`` and ``kind`` in its payload and every
+read filters on all three, so one namespace (or tenant) never sees another's data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from offprompt.errors import StorageError, ValidationError
+from offprompt.vectors._backends import (
+    BackendPoint,
+    ClientBackend,
+    Cond,
+    EdgeBackend,
+    IndexKind,
+    Scored,
+)
+from offprompt.vectors.embedders import Embedder, HashingEmbedder
+from offprompt.vectors.names import validate_namespace
+from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
+from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient, QdrantClient
+
+__all__ = ["RESERVED_KEYS", "QdrantVectorStore"]
+
+#: Payload keys the store writes itself; callers cannot set or filter on them.
+RESERVED_KEYS = frozenset({"namespace", "tenant", "kind", "record_id", "text"})
+Engine = Literal["auto", "edge", "client"]
+SearchMode = Literal["hybrid", "dense", "sparse"]
+_RECORD = "record"
+_META = "meta"
+
+
+def _edge_available() -> bool:
+    try:
+        import qdrant_edge  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Core:
+    """State shared by every tenant view of one store (engine, embedder, encoder)."""
+
+    def __init__(
+        self,
+        backend: EdgeBackend | ClientBackend,
+        embedder: Embedder,
+        encoder: BM25SparseEncoder | None,
+        batch_size: int,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.index_kinds: dict[str, IndexKind] = {}
+        self.lock = threading.RLock()
+        self.closed = False
+
+
+class QdrantVectorStore:
+    """Namespaced vector store on Qdrant with hybrid dense + BM25 retrieval fused by RRF.
+
+    Args:
+        client: An existing ``QdrantClient`` (implies ``engine="client"``).
+        location: ``":memory:"`` (the default when nothing else is given) or a URL.
+        path: Directory of an embedded, persistent store.
+        url: A Qdrant server or cluster; uses qdrant-client (and ``AsyncQdrantClient``).
+        api_key: API key for ``url``.
+        collection: Collection name (edge: shard directory name under ``path``).
+        embedder: Dense embedder; ``HashingEmbedder()`` when omitted.
+        sparse: Also index BM25 sparse vectors (needed for ``hybrid`` and ``sparse`` modes).
+        engine: ``"auto"``, ``"edge"`` or ``"client"`` (see the module docs).
+        tenant: Scope written to and filtered on every point; see :meth:`with_tenant`.
+        aclient: An ``AsyncQdrantClient`` for native async twins with ``client=``.
+        batch_size: Points per upsert request.
+        fusion_weights: RRF weights of the (dense, sparse) rankings in ``hybrid`` mode.
+            Default ``(1, 3)`` with ``HashingEmbedder`` (no semantics: exact terms such
+            as ids and names are the stronger signal, see the recall table in
+            ``benchmarks/RESULTS_task_memory.md``), ``(1, 1)`` with any other embedder.
+        payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
+            | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
+
+    Attributes:
+        engine: The engine in use, ``"edge"`` or ``"client"``.
+        tenant: This view's tenant.
+
+    Example:
+        >>> store = QdrantVectorStore()
+        >>> store.upsert("docs", [VectorRecord(id="a", text="disk full on node 7", payload={})])
+        >>> store.search("docs", "which node ran out of disk?", top_n=1)[0].id
+        'a'
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient | None = None,
+        *,
+        location: str | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        collection: str = "offprompt",
+        embedder: Embedder | None = None,
+        sparse: bool = True,
+        engine: Engine = "auto",
+        tenant: str = "default",
+        aclient: AsyncQdrantClient | None = None,
+        batch_size: int = 256,
+        payload_indexes: Mapping[str, IndexKind] | None = None,
+        fusion_weights: tuple[float, float] | None = None,
+    ) -> None:
+        validate_namespace(collection, what="collection")
+        self.tenant = validate_namespace(tenant, what="tenant")
+        if batch_size < 1:
+            raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
+        targets = [
+            t
+            for t in (client is not None, location is not None, path is not None, url is not None)
+            if t
+        ]
+        if len(targets) > 1:
+            raise ValidationError("give at most one of client, location, path, url")
+        if location is not None and location != ":memory:":
+            url, location = location, None
+        remote = client is not None or url is not None
+        if engine == "auto":
+            engine = "client" if remote or not _edge_available() else "edge"
+        if engine == "edge" and remote:
+            raise ValidationError(
+                "engine='edge' is embedded; use engine='client' with url= or client="
+            )
+        if engine not in ("edge", "client"):
+            raise ValidationError(f"engine must be 'auto', 'edge' or 'client', got {engine!r}")
+        embedder = embedder or HashingEmbedder()
+        dims = int(embedder.dimensions)
+        backend: EdgeBackend | ClientBackend
+        if engine == "edge":
+            backend = EdgeBackend(path, collection, dims, sparse)
+        else:
+            from qdrant_client import AsyncQdrantClient, QdrantClient
+
+            if client is None:
+                if url is not None:
+                    client = QdrantClient(url=url, api_key=api_key)
+                    aclient = aclient or AsyncQdrantClient(url=url, api_key=api_key)
+                elif path is not None:
+                    client = QdrantClient(path=path)
+                else:
+                    client = QdrantClient(":memory:")
+            backend = ClientBackend(client, collection, dims, sparse, aclient)
+        if fusion_weights is None:
+            fusion_weights = (1.0, 3.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
+        if len(fusion_weights) != 2 or min(fusion_weights) < 0:
+            raise ValidationError(
+                f"fusion_weights must be two weights >= 0, got {fusion_weights!r}"
+            )
+        self.fusion_weights = (float(fusion_weights[0]), float(fusion_weights[1]))
+        self.engine: str = backend.name
+        self.collection = collection
+        self._core = _Core(backend, embedder, BM25SparseEncoder() if sparse else None, batch_size)
+        for key, kind in (
+            ("tenant", "keyword"),
+            ("namespace", "keyword"),
+            ("kind", "keyword"),
+            ("record_id", "keyword"),
+        ):
+            backend.ensure_index(key, kind, tenant=key == "tenant")  # type: ignore[arg-type]
+        for key, kind in (payload_indexes or {}).items():
+            self.create_payload_index(key, kind)
+
+    def __repr__(self) -> str:
+        return f"QdrantVectorStore(engine={self.engine!r}, collection={self.collection!r}, tenant={self.tenant!r})"
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._core.embedder
+
+    @property
+    def sparse_encoder(self) -> BM25SparseEncoder | None:
+        return self._core.encoder
+
+    @property
+    def _backend(self) -> EdgeBackend | ClientBackend:
+        if self._core.closed:
+            raise StorageError("the vector store is closed", collection=self.collection)
+        return self._core.backend
+
+    def with_tenant(self, tenant: str) -> QdrantVectorStore:
+        """A view of the same collection scoped to ``tenant`` (shares engine and embedder).
+
+        Example:
+            >>> store = QdrantVectorStore()
+            >>> store.with_tenant("acme").tenant
+            'acme'
+        """
+        view = object.__new__(QdrantVectorStore)
+        view.__dict__.update(self.__dict__)
+        view.tenant = validate_namespace(tenant, what="tenant")
+        return view
+
+    def create_payload_index(self, key: str, kind: IndexKind) -> None:
+        """Index payload field ``key`` (needed by servers for filtering and ``order_by``)."""
+        if kind not in ("keyword", "integer", "float", "bool", "datetime"):
+            raise ValidationError(f"unknown payload index kind {kind!r} for {key!r}")
+        with self._core.lock:
+            self._backend.ensure_index(key, kind)
+            self._core.index_kinds[key] = kind
+
+    def _cond(self, namespace: str, filter: Mapping[str, Any] | None, kind: str = _RECORD) -> Cond:
+        validate_namespace(namespace)
+        cond: Cond = [("tenant", self.tenant), ("namespace", namespace), ("kind", kind)]
+        for key, value in (filter or {}).items():
+            if not isinstance(key, str) or not key:
+                raise ValidationError(f"filter keys must be non-empty str, got {key!r}")
+            if key in RESERVED_KEYS:
+                raise ValidationError(f"filter key {key!r} is reserved by the store")
+            cond.append((key, _check_filter_value(key, value)))
+        return cond
+
+    def _payload(
+        self,
+        namespace: str,
+        record_id: str,
+        text: str,
+        extra: Mapping[str, Any],
+        kind: str = _RECORD,
+    ) -> dict[str, Any]:
+        bad = RESERVED_KEYS.intersection(extra)
+        if bad:
+            raise ValidationError(
+                f"payload keys {sorted(bad)} are reserved by the store", record_id=record_id
+            )
+        return {
+            **extra,
+            "tenant": self.tenant,
+            "namespace": namespace,
+            "kind": kind,
+            "record_id": record_id,
+            "text": text,
+        }
+
+    def _prepare(self, namespace: str, records: Sequence[VectorRecord]) -> list[BackendPoint]:
+        validate_namespace(namespace)
+        core = self._core
+        for i, record in enumerate(records):
+            if not isinstance(record, VectorRecord):
+                raise ValidationError(
+                    f"record {i} must be a VectorRecord, got {type(record).__name__}"
+                )
+            if not isinstance(record.id, str) or not record.id:
+                raise ValidationError(f"record {i}: id must be a non-empty str, got {record.id!r}")
+            if not isinstance(record.text, str):
+                raise ValidationError(f"record {record.id!r}: text must be str")
+            if not isinstance(record.payload, dict):
+                raise ValidationError(f"record {record.id!r}: payload must be a dict")
+            if record.vector is not None and len(record.vector) != core.embedder.dimensions:
+                raise ValidationError(
+                    f"record {record.id!r}: vector has {len(record.vector)} dimensions, "
+                    f"the store needs {core.embedder.dimensions}"
+                )
+        to_embed = [i for i, r in enumerate(records) if r.vector is None]
+        dense: list[list[float] | None] = [r.vector for r in records]
+        if to_embed:
+            texts = [_embed_text(records[i]) for i in to_embed]
+            for i, embedded in zip(to_embed, core.embedder.embed_documents(texts), strict=True):
+                dense[i] = embedded
+        points = []
+        for record, vector in zip(records, dense, strict=True):
+            sparse = record.sparse
+            if sparse is None and core.encoder is not None:
+                sparse = core.encoder.encode_document(_embed_text(record))
+            if core.encoder is None:
+                sparse = None
+            points.append(
+                BackendPoint(
+                    id=point_id(self.tenant, namespace, record.id),
+                    dense=vector if vector is not None and any(vector) else None,
+                    sparse=sparse,
+                    payload=self._payload(namespace, record.id, record.text, record.payload),
+                )
+            )
+        return points
+
+    def _query_vectors(
+        self, query: str, mode: SearchMode, top_n: int
+    ) -> tuple[list[float] | None, SparseVector | None]:
+        if not isinstance(query, str):
+            raise ValidationError(f"query must be str, got {type(query).__name__}")
+        if not isinstance(top_n, int) or top_n < 1:
+            raise ValidationError(f"top_n must be an int >= 1, got {top_n!r}")
+        if mode not in ("hybrid", "dense", "sparse"):
+            raise ValidationError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}")
+        encoder = self._core.encoder
+        if mode != "dense" and encoder is None:
+            if mode == "sparse":
+                raise ValidationError("mode='sparse' needs a store created with sparse=True")
+            mode = "dense"
+        dense = self._core.embedder.embed_query(query) if mode != "sparse" else None
+        if dense is not None and not any(dense):
+            dense = None
+        sparse = encoder.encode_query(query) if mode != "dense" and encoder is not None else None
+        return dense, sparse
+
+    @staticmethod
+    def _hit(s: Scored) -> Hit:
+        payload = {k: v for k, v in s.payload.items() if k not in RESERVED_KEYS}
+        return Hit(
+            id=str(s.payload.get("record_id", s.id)),
+            score=s.score,
+            text=str(s.payload.get("text", "")),
+            payload=payload,
+        )
+
+    @staticmethod
+    def _record(s: Scored) -> VectorRecord:
+        payload = {k: v for k, v in s.payload.items() if k not in RESERVED_KEYS}
+        return VectorRecord(
+            id=str(s.payload.get("record_id", s.id)),
+            text=str(s.payload.get("text", "")),
+            payload=payload,
+        )
+
+    # ------------------------------------------------------------------ public sync
+
+    def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
+        """Insert or replace ``records`` in ``namespace``, embedding those without vectors.
+
+        Records are sent in batches of ``batch_size``; the same id always maps to the
+        same point, so repeating an upsert is harmless.
+
+        Raises:
+            NamespaceError: ``namespace`` is not a valid name.
+            ValidationError: A record is malformed or uses a reserved payload key.
+        """
+        size = self._core.batch_size
+        for start in range(0, len(records), size):
+            points = self._prepare(namespace, records[start : start + size])
+            self._backend.upsert(points)
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        top_n: int = 5,
+        filter: Mapping[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+    ) -> list[Hit]:
+        """The ``top_n`` records of ``namespace`` closest to ``query``.
+
+        ``hybrid`` fuses a dense and a BM25 sparse prefetch with reciprocal rank fusion.
+        ``filter`` adds exact-match payload conditions (a list value matches any of its
+        items; a :class:`Range` a numeric range). An unknown namespace gives ``[]``.
+        """
+        cond = self._cond(namespace, filter)
+        dense, sparse = self._query_vectors(query, mode, top_n)
+        scored = self._backend.query(
+            dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
+        )
+        return [self._hit(s) for s in scored]
+
+    def iter_scroll(
+        self, namespace: str, *, filter: Mapping[str, Any] | None = None, batch_size: int = 512
+    ) -> Iterator[list[VectorRecord]]:
+        """Records of ``namespace`` in batches (point-id order), holding one batch at a time."""
+        cond = self._cond(namespace, filter)
+        offset: str | None = None
+        while True:
+            page, offset = self._backend.scroll(cond, limit=batch_size, offset=offset)
+            if page:
+                yield [self._record(s) for s in page]
+            if offset is None:
+                return
+
+    def scroll(
+        self,
+        namespace: str,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        order_by: str | None = None,
+    ) -> list[VectorRecord]:
+        """Every record of ``namespace`` (matching ``filter``), ascending by ``order_by`` if given.
+
+        ``order_by`` names a numeric payload field; it is indexed as ``integer`` on
+        first use unless :meth:`create_payload_index` declared it otherwise.
+        """
+        if order_by is None:
+            return [r for batch in self.iter_scroll(namespace, filter=filter) for r in batch]
+        if order_by in RESERVED_KEYS:
+            raise ValidationError(f"cannot order by reserved key {order_by!r}")
+        cond = self._cond(namespace, filter)
+        if order_by not in self._core.index_kinds:
+            self.create_payload_index(order_by, "integer")
+        total = self._backend.count(cond)
+        if total == 0:
+            return []
+        page, _ = self._backend.scroll(cond, limit=total, order_by=order_by)
+        return [self._record(s) for s in page]
+
+    def set_payload(self, namespace: str, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        """Merge ``payload`` into the records ``ids`` of ``namespace`` (missing ids are skipped)."""
+        validate_namespace(namespace)
+        bad = RESERVED_KEYS.intersection(payload)
+        if bad:
+            raise ValidationError(f"payload keys {sorted(bad)} are reserved by the store")
+        if not ids:
+            return
+        existing = self._existing(namespace, ids)
+        if existing:
+            self._backend.set_payload(existing, dict(payload))
+
+    def _existing(self, namespace: str, ids: Sequence[str]) -> list[str]:
+        pids = [point_id(self.tenant, namespace, str(i)) for i in ids]
+        found = self._backend.retrieve(pids)
+        return [
+            s.id
+            for s in found
+            if s.payload.get("kind") == _RECORD
+            and s.payload.get("namespace") == namespace
+            and s.payload.get("tenant") == self.tenant
+        ]
+
+    def delete(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Delete records of ``namespace``: by ``ids``, by ``filter``, or all; returns how many."""
+        cond = self._cond(namespace, filter)
+        if ids is not None:
+            if filter is not None:
+                raise ValidationError("give ids or filter, not both")
+            existing = self._existing(namespace, ids)
+            if existing:
+                self._backend.delete_ids(existing)
+            return len(existing)
+        removed = self._backend.count(cond)
+        if removed:
+            self._backend.delete_filter(cond)
+        return removed
+
+    def count(self, namespace: str, *, filter: Mapping[str, Any] | None = None) -> int:
+        """How many records ``namespace`` holds (matching ``filter``)."""
+        return self._backend.count(self._cond(namespace, filter))
+
+    def namespaces(self) -> list[str]:
+        """Namespaces of this tenant that hold at least one record, sorted."""
+        return self._backend.facet(
+            "namespace", [("tenant", self.tenant), ("kind", _RECORD)], 1_000_000
+        )
+
+    # -------------------------------------------------------------- metadata points
+
+    def put_metadata(self, namespace: str, key: str, payload: Mapping[str, Any]) -> None:
+        """Store a vectorless metadata document ``key`` for ``namespace`` (one atomic write).
+
+        Metadata points are never returned by :meth:`search`, :meth:`scroll` or
+        :meth:`count`; :meth:`delete` of the namespace leaves them (use
+        :meth:`delete_metadata`).
+        """
+        validate_namespace(namespace)
+        point = BackendPoint(
+            id=point_id(self.tenant, namespace, "\x00meta:" + key),
+            dense=None,
+            sparse=None,
+            payload=self._payload(namespace, key, "", payload, kind=_META),
+        )
+        self._backend.upsert([point])
+
+    def get_metadata(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """The metadata document ``key`` of ``namespace``, or None."""
+        validate_namespace(namespace)
+        found = self._backend.retrieve([point_id(self.tenant, namespace, "\x00meta:" + key)])
+        for s in found:
+            if s.payload.get("kind") == _META and s.payload.get("tenant") == self.tenant:
+                return {k: v for k, v in s.payload.items() if k not in RESERVED_KEYS}
+        return None
+
+    def list_metadata(self, key: str) -> dict[str, dict[str, Any]]:
+        """``{namespace: document}`` of every metadata document ``key`` of this tenant."""
+        cond: Cond = [("tenant", self.tenant), ("kind", _META), ("record_id", key)]
+        out: dict[str, dict[str, Any]] = {}
+        offset: str | None = None
+        while True:
+            page, offset = self._backend.scroll(cond, limit=1024, offset=offset)
+            for s in page:
+                out[str(s.payload["namespace"])] = {
+                    k: v for k, v in s.payload.items() if k not in RESERVED_KEYS
+                }
+            if offset is None:
+                return out
+
+    def delete_metadata(self, namespace: str, key: str) -> None:
+        validate_namespace(namespace)
+        self._backend.delete_ids([point_id(self.tenant, namespace, "\x00meta:" + key)])
+
+    def flush(self) -> None:
+        """Make everything written so far durable (edge engine; a no-op for qdrant-client)."""
+        self._backend.flush()
+
+    def close(self) -> None:
+        """Release the engine (and remove the temporary directory of an in-memory edge store)."""
+        core = self._core
+        with core.lock:
+            if not core.closed:
+                core.closed = True
+                core.backend.close()
+
+    def __enter__(self) -> QdrantVectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ async twins
+
+    def _native_async(self) -> ClientBackend | None:
+        backend = self._backend
+        return (
+            backend if isinstance(backend, ClientBackend) and backend.aclient is not None else None
+        )
+
+    async def aupsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
+        """Async twin of :meth:`upsert` (native with ``url=``; a worker thread when embedded)."""
+        native = self._native_async()
+        if native is None:
+            await asyncio.to_thread(self.upsert, namespace, records)
+            return
+        size = self._core.batch_size
+        for start in range(0, len(records), size):
+            points = await asyncio.to_thread(
+                self._prepare, namespace, records[start : start + size]
+            )
+            await native.aupsert(points)
+
+    async def asearch(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        top_n: int = 5,
+        filter: Mapping[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+    ) -> list[Hit]:
+        """Async twin of :meth:`search`."""
+        native = self._native_async()
+        if native is None:
+            return await asyncio.to_thread(
+                self.search, namespace, query, top_n=top_n, filter=filter, mode=mode
+            )
+        cond = self._cond(namespace, filter)
+        dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n)
+        scored = await native.aquery(
+            dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
+        )
+        return [self._hit(s) for s in scored]
+
+    async def ascroll(
+        self,
+        namespace: str,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        order_by: str | None = None,
+    ) -> list[VectorRecord]:
+        """Async twin of :meth:`scroll`."""
+        native = self._native_async()
+        if native is None or order_by is not None:
+            return await asyncio.to_thread(self.scroll, namespace, filter=filter, order_by=order_by)
+        cond = self._cond(namespace, filter)
+        out: list[VectorRecord] = []
+        offset: str | None = None
+        while True:
+            page, offset = await native.ascroll(cond, limit=512, offset=offset)
+            out.extend(self._record(s) for s in page)
+            if offset is None:
+                return out
+
+    async def aset_payload(
+        self, namespace: str, ids: Sequence[str], payload: Mapping[str, Any]
+    ) -> None:
+        """Async twin of :meth:`set_payload`."""
+        native = self._native_async()
+        if native is None:
+            await asyncio.to_thread(self.set_payload, namespace, ids, payload)
+            return
+        validate_namespace(namespace)
+        bad = RESERVED_KEYS.intersection(payload)
+        if bad:
+            raise ValidationError(f"payload keys {sorted(bad)} are reserved by the store")
+        found = await native.aretrieve([point_id(self.tenant, namespace, str(i)) for i in ids])
+        existing = [
+            s.id
+            for s in found
+            if s.payload.get("kind") == _RECORD
+            and s.payload.get("namespace") == namespace
+            and s.payload.get("tenant") == self.tenant
+        ]
+        if existing:
+            await native.aset_payload(existing, dict(payload))
+
+    async def adelete(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Async twin of :meth:`delete`."""
+        native = self._native_async()
+        if native is None or ids is not None:
+            return await asyncio.to_thread(self.delete, namespace, ids=ids, filter=filter)
+        cond = self._cond(namespace, filter)
+        removed = await native.acount(cond)
+        if removed:
+            await native.adelete_filter(cond)
+        return removed
+
+    async def acount(self, namespace: str, *, filter: Mapping[str, Any] | None = None) -> int:
+        """Async twin of :meth:`count`."""
+        native = self._native_async()
+        if native is None:
+            return await asyncio.to_thread(self.count, namespace, filter=filter)
+        return await native.acount(self._cond(namespace, filter))
+
+    async def anamespaces(self) -> list[str]:
+        """Async twin of :meth:`namespaces`."""
+        return await asyncio.to_thread(self.namespaces)
+
+
+def _embed_text(record: VectorRecord) -> str:
+    return record.embed_text if record.embed_text is not None else record.text
+
+
+def _check_filter_value(key: str, value: Any) -> FilterValue:
+    if isinstance(value, Range):
+        return value
+    if isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if not items:
+            raise ValidationError(
+                f"filter {key!r}: an empty list matches nothing; drop the key or give values"
+            )
+        if all(isinstance(v, str) for v in items) or all(
+            isinstance(v, int) and not isinstance(v, bool) for v in items
+        ):
+            return items
+        raise ValidationError(f"filter {key!r}: a list must hold only str or only int values")
+    raise ValidationError(f"filter {key!r}: unsupported value type {builtins.type(value).__name__}")

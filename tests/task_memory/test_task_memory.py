@@ -1,0 +1,357 @@
+"""TaskMemory on the real embedded Qdrant engine, real files and the real tokenizer."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offprompt.artifacts import (
+    BlobArtifact,
+    ErrorArtifact,
+    ImageArtifact,
+    InfoArtifact,
+    JsonArtifact,
+    ListArtifact,
+    TextArtifact,
+)
+from offprompt.errors import NamespaceError, NotFoundError, StorageError, ValidationError
+from offprompt.task_memory import (
+    ActionSubtaskMetaEntry,
+    FileBlobStore,
+    InMemoryBlobStore,
+    StorageMismatchError,
+    TaskMemory,
+)
+from offprompt.task_memory.chunking import iter_chunks
+from offprompt.tokens import default_tokenizer
+from offprompt.vectors import HashingEmbedder, QdrantVectorStore
+
+REF = 'Output of "{t}.{a}" was stored in memory with memory_name "TaskMemory" and artifact_namespace "{n}".'
+
+
+def _log(lines: int, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    words = [
+        "request",
+        "served",
+        "cache",
+        "miss",
+        "user",
+        "GET",
+        "/api/v1/items",
+        "200",
+        "latency",
+        "ms",
+        "é",
+        "日本",
+    ]
+    return "\n".join(
+        f"{i:06d} " + " ".join(rng.choice(words) for _ in range(12)) for i in range(lines)
+    )
+
+
+@pytest.fixture
+def memory() -> TaskMemory:
+    return TaskMemory(chunk_tokens=64, overlap_tokens=8, page_tokens=128)
+
+
+# ------------------------------------------------------------------ chunking
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=600), st.integers(2, 40)
+)
+def test_chunks_rebuild_the_text_exactly(text: str, chunk_tokens: int) -> None:
+    enc = default_tokenizer().encoding
+    chunks = list(
+        iter_chunks(text, enc, chunk_tokens=chunk_tokens, overlap_tokens=1, segment_chars=64)
+    )
+    assert "".join(c.text for c in chunks) == text
+    assert all(text[c.start : c.end] == c.text for c in chunks)
+    assert all(c.tokens <= chunk_tokens + 3 for c in chunks)  # + a split character
+    assert sum(c.tokens for c in chunks) == len(default_tokenizer().encode(text)) or len(text) > 64
+    assert all(c.embed_text.endswith(c.text) for c in chunks)
+
+
+def test_chunking_never_splits_a_character_and_rejects_surrogates() -> None:
+    enc = default_tokenizer().encoding
+    text = "🎉\U0001d518\U0001d52b\u4e2d\u00e9" * 300  # multi-token characters
+    chunks = list(iter_chunks(text, enc, chunk_tokens=5, overlap_tokens=0))
+    assert "".join(c.text for c in chunks) == text
+    assert all(c.text.encode("utf-8").decode("utf-8") == c.text for c in chunks)
+    with pytest.raises(ValidationError, match="not valid Unicode"):
+        list(iter_chunks("ok \ud800 bad", enc))
+    with pytest.raises(ValidationError):
+        list(iter_chunks("x", enc, chunk_tokens=4, overlap_tokens=4))
+
+
+# ------------------------------------------------------------------ process_output
+
+
+def test_process_output_stores_and_returns_the_exact_reference(memory: TaskMemory) -> None:
+    text = _log(400)
+    info = memory.process_output("logs", "fetch", TextArtifact(value=text, name="run-1"))
+    assert isinstance(info, InfoArtifact)
+    assert info.value == REF.format(t="logs", a="fetch", n="run-1")
+    assert text not in info.value
+    assert memory.namespaces() == ["run-1"]
+    meta = memory.namespace_metadata("run-1")
+    assert (meta["tool"], meta["activity"], meta["storage"]) == ("logs", "fetch", "text")
+    assert meta["bytes"] == len(text.encode()) and meta["tokens"] > 0 and meta["created_at"]
+    loaded = memory.load_artifacts("run-1")
+    assert loaded.value[0].value == text
+
+
+def test_query_finds_a_fact_and_read_pages_rebuild_the_original(memory: TaskMemory) -> None:
+    text = (
+        _log(300)
+        + "\nALERT: the backup of database orion-7 failed with code E4471\n"
+        + _log(300, seed=1)
+    )
+    memory.process_output("logs", "fetch", TextArtifact(value=text, name="run"))
+    hits = memory.query("run", "why did the orion-7 backup fail?", top_n=3)
+    assert "E4471" in hits.value[0].value
+    assert hits.value[0].meta["page"] >= 1
+    meta = memory.namespace_metadata("run")
+    pages = [memory.read("run", p) for p in range(1, meta["pages"] + 1)]
+    assert "".join(p.value for p in pages) == text
+    assert pages[0].meta == {"page": 1, "pages": meta["pages"], "namespace": "run"}
+    with pytest.raises(ValidationError):
+        memory.read("run", meta["pages"] + 1)
+    with pytest.raises(NotFoundError):
+        memory.read("nope")
+
+
+@pytest.mark.parametrize("value", ["", "   \n\t  "])
+def test_empty_output_stores_nothing(memory: TaskMemory, value: str) -> None:
+    result = memory.process_output("t", "a", TextArtifact(value=value, name="e"))
+    assert isinstance(result, InfoArtifact) and result.value == "tool output is empty"
+    assert memory.namespaces() == []
+
+
+def test_min_tokens_passes_small_output_unless_sensitive() -> None:
+    memory = TaskMemory(min_tokens=50)
+    small = TextArtifact(value="short answer", name="s")
+    assert memory.process_output("t", "a", small) is small
+    info = memory.process_output(
+        "t", "a", TextArtifact(value="secret token sk-123", name="k"), sensitive=True
+    )
+    assert isinstance(info, InfoArtifact) and "sk-123" not in info.value
+    assert memory.namespace_metadata("k")["sensitive"] is True
+    big = memory.process_output("t", "a", TextArtifact(value=_log(50), name="b"), min_tokens=10)
+    assert isinstance(big, InfoArtifact)
+    assert memory.namespaces() == ["b", "k"]
+
+
+def test_bad_namespace_and_mixed_storage_return_errors(memory: TaskMemory) -> None:
+    bad = memory.process_output("t", "a", TextArtifact(value="x" * 50, name="../etc"))
+    assert isinstance(bad, ErrorArtifact) and "namespace '../etc'" in bad.value
+    memory.process_output("t", "a", TextArtifact(value="hello", name="shared"))
+    mixed = memory.process_output("t", "a", BlobArtifact(value=b"\x00\x01", name="shared"))
+    assert isinstance(mixed, ErrorArtifact) and "holds text" in mixed.value
+    with pytest.raises(StorageMismatchError):
+        memory.store_artifact("shared", BlobArtifact(value=b"\x00"))
+    listed = ListArtifact(value=[TextArtifact(value="a"), BlobArtifact(value=b"b")], name="mix")
+    assert isinstance(memory.process_output("t", "a", listed), ErrorArtifact)
+    assert isinstance(memory.process_output("t", "a", JsonArtifact(value={"a": 1})), ErrorArtifact)
+    assert memory.namespaces() == ["shared"]
+    assert memory.load_artifacts("shared").value[0].value == "hello"
+
+
+def test_lists_store_item_by_item_and_blobs_round_trip(memory: TaskMemory) -> None:
+    texts = ListArtifact(
+        value=[TextArtifact(value=f"row {i}: " + _log(20, i), meta={"i": i}) for i in range(3)],
+        name="rows",
+    )
+    memory.process_output("db", "select", texts)
+    loaded = memory.load_artifacts("rows").value
+    assert [a.value for a in loaded] == [a.value for a in texts.value]
+    assert [a.meta for a in loaded] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert [a.id for a in loaded] == [a.id for a in texts.value]
+    png = ImageArtifact.from_pil(
+        __import__("PIL.Image", fromlist=["Image"]).new("RGB", (3, 2)), name="shot"
+    )
+    memory.process_output(
+        "browser",
+        "screenshot",
+        ListArtifact(value=[png, BlobArtifact(value=b"\xff" * 10)], name="shots"),
+    )
+    blobs = memory.load_artifacts("shots").value
+    assert blobs[0] == png and blobs[1].value == b"\xff" * 10
+    assert memory.namespace_metadata("shots")["storage"] == "blob"
+    assert memory.query("shots", "anything").value == []
+    assert "Blob" in memory.read("shots").value or "Image" in memory.read("shots").value
+
+
+def test_store_artifact_appends_to_a_namespace(memory: TaskMemory) -> None:
+    memory.store_artifact("ns", TextArtifact(value=_log(30)))
+    memory.store_artifact("ns", TextArtifact(value="second part " + _log(30, 5)))
+    loaded = memory.load_artifacts("ns").value
+    assert len(loaded) == 2 and loaded[1].value.startswith("second part")
+    meta = memory.namespace_metadata("ns")
+    full = "".join(memory.read("ns", p).value for p in range(1, meta["pages"] + 1))
+    assert full == loaded[0].value + loaded[1].value
+
+
+def test_summarize_and_delete(memory: TaskMemory) -> None:
+    text = "The deployment failed because the database migration timed out. " * 3 + _log(200)
+    memory.process_output("ci", "deploy", TextArtifact(value=text, name="ci"))
+    summary = memory.summarize("ci")
+    assert isinstance(summary, TextArtifact) and summary.value and len(summary.value) < len(text)
+    assert memory.delete("ci") is True
+    assert memory.delete("ci") is False
+    assert memory.namespaces() == [] and memory.query("ci", "database").value == []
+    assert memory.vector_store.count("ci") == 0
+
+
+def test_meta_memory_records_the_calling_step(memory: TaskMemory) -> None:
+    entry = ActionSubtaskMetaEntry(
+        thought="need the logs", actions='[{"name": "logs.fetch"}]', answer="stored"
+    )
+    memory.process_output("logs", "fetch", TextArtifact(value=_log(10), name="n"), context=entry)
+    assert memory.meta_memory.entries == [entry]
+    assert memory.namespace_metadata("n")["subtasks"] == [entry.to_dict()]
+
+
+# ------------------------------------------------------------------ isolation, persistence, faults
+
+
+def test_unknown_namespace_is_empty_and_tenants_never_leak() -> None:
+    store = QdrantVectorStore(embedder=HashingEmbedder(dimensions=64))
+    acme = TaskMemory(vector_store=store, tenant="acme")
+    globex = TaskMemory(vector_store=store, tenant="globex")
+    acme.process_output("t", "a", TextArtifact(value="the launch code is 1234", name="shared"))
+    globex.process_output("t", "a", TextArtifact(value="the launch code is 1234", name="shared"))
+    globex.process_output("t", "a", TextArtifact(value="globex only note", name="g"))
+    assert acme.namespaces() == ["shared"]
+    assert len(acme.query("shared", "launch code", top_n=10).value) == 1
+    assert acme.query("g", "note").value == []
+    assert acme.query("unknown", "launch code").value == []
+    acme.delete("shared")
+    assert globex.load_artifacts("shared").value[0].value == "the launch code is 1234"
+
+
+def test_reopened_memory_sees_and_queries_every_namespace(tmp_path: Path) -> None:
+    first = TaskMemory(path=tmp_path)
+    first.process_output(
+        "logs", "fetch", TextArtifact(value=_log(200) + "\nneedle: quasar-99\n", name="logs")
+    )
+    first.process_output("cam", "snap", BlobArtifact(value=b"\x89PNG...", name="snap"))
+    first.vector_store.close()
+    again = TaskMemory(path=tmp_path)
+    assert again.namespaces() == ["logs", "snap"]
+    assert "quasar-99" in again.query("logs", "quasar-99 needle", top_n=1).value[0].value
+    assert again.load_artifacts("snap").value[0].value == b"\x89PNG..."
+    assert again.namespace_metadata("logs")["tool"] == "logs"
+
+
+def test_crash_between_upsert_and_metadata_leaves_nothing_visible(tmp_path: Path) -> None:
+    memory = TaskMemory(path=tmp_path, chunk_tokens=64, overlap_tokens=0)
+    memory.process_output("t", "a", TextArtifact(value="committed before " + _log(40), name="old"))
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise StorageError("simulated crash before the metadata write")
+
+    memory.vector_store.put_metadata = crash  # type: ignore[method-assign]
+    with pytest.raises(StorageError):
+        memory.store_artifact("new", TextArtifact(value=_log(100)))
+    with pytest.raises(StorageError):
+        memory.store_artifact("old", TextArtifact(value="appended half " + _log(100)))
+    for reader in (memory, TaskMemory(path=tmp_path, vector_store=memory.vector_store)):
+        assert reader.namespaces() == ["old"]
+        assert reader.query("new", "request").value == []
+        assert all(
+            "appended half" not in h.value
+            for h in reader.query("old", "appended half", top_n=20).value
+        )
+        assert len(reader.load_artifacts("old").value) == 1
+        with pytest.raises(NotFoundError):
+            reader.namespace_metadata("new")
+
+
+def test_crash_inside_the_vector_upsert_is_rolled_back(memory: TaskMemory) -> None:
+    real = memory.vector_store.upsert
+    calls = {"n": 0}
+
+    def flaky(namespace: str, records: list) -> None:  # type: ignore[type-arg]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise StorageError("disk full")
+        real(namespace, records)
+
+    memory.vector_store.upsert = flaky  # type: ignore[method-assign]
+    storage = next(iter(memory.storages.values()))
+    storage.vector_store = memory.vector_store  # type: ignore[attr-defined]
+    storage.batch_size = 4  # type: ignore[attr-defined]
+    with pytest.raises(StorageError):
+        memory.store_artifact("half", TextArtifact(value=_log(200)))
+    assert memory.namespaces() == []
+    assert memory.vector_store.count("half") == 0  # the partial generation was discarded
+
+
+def test_file_blob_store_is_atomic_content_addressed_and_confined(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path)
+    key = store.put("ns", b"data")
+    assert store.put("ns", b"data") == key and store.keys("ns") == [key]
+    assert (tmp_path / "default" / "ns" / key).read_bytes() == b"data"
+    assert not [p for p in (tmp_path / "default" / "ns").iterdir() if p.name.startswith(".tmp")]
+    for bad in ["..", "../x", "/etc", "a/b", "a\\b", "a\x00b", ""]:
+        with pytest.raises(NamespaceError):
+            store.put(bad, b"x")
+        with pytest.raises(NamespaceError):
+            store.get(bad, key)
+    with pytest.raises(NamespaceError):
+        store.put("ns", b"x", tenant="..")
+    with pytest.raises(ValidationError):
+        store.get("ns", "../../etc/passwd")
+    with pytest.raises(NotFoundError):
+        store.get("ns", "0" * 64)
+    assert store.delete("ns") == 1 and store.keys("ns") == []
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == []
+
+
+def test_in_memory_blob_store() -> None:
+    store = InMemoryBlobStore()
+    key = store.put("a", b"1", tenant="t")
+    assert store.get("a", key, tenant="t") == b"1"
+    with pytest.raises(NotFoundError):
+        store.get("a", key)
+    assert store.delete("a", key, tenant="t") == 1
+
+
+def test_concurrent_writers_to_one_namespace(memory: TaskMemory) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        list(
+            pool.map(
+                lambda i: memory.store_artifact(
+                    "many", TextArtifact(value=f"item {i} " + _log(5, i))
+                ),
+                range(8),
+            )
+        )
+    assert len(memory.load_artifacts("many").value) == 8
+
+
+async def test_async_twins(memory: TaskMemory) -> None:
+    info = await memory.aprocess_output(
+        "web", "get", TextArtifact(value=_log(80) + "\nthe answer is 42\n", name="w")
+    )
+    assert isinstance(info, InfoArtifact)
+    hits, page, listed = await asyncio.gather(
+        memory.aquery("w", "what is the answer", top_n=2),
+        memory.aread("w", 1),
+        memory.anamespaces(),
+    )
+    assert any("answer is 42" in h.value for h in hits.value)
+    assert page.meta["page"] == 1 and listed == ["w"]
+    assert (await memory.asummarize("w")).value
+    assert (await memory.aload_artifacts("w")).value[0].value.endswith("the answer is 42\n")
+    assert await memory.adelete("w") is True
