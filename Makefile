@@ -17,8 +17,14 @@ $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llam
 
 setup: $(STAMP)
 
-test: setup
-	$(BIN)/python -m pytest
+# The HTML session page is tested in a real headless Chromium (Debian's package).
+BROWSER_STAMP := $(VENV)/.chromium-stamp
+$(BROWSER_STAMP): $(STAMP)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || { echo "make test needs chromium for the HTML page test: run 'apt-get install chromium' as root"; exit 1; }
+	touch $@
+
+test: setup $(BROWSER_STAMP)
+	$(BIN)/python -m pytest -n 2
 
 demo: setup
 	$(BIN)/python examples/quickstart.py

@@ -1,0 +1,219 @@
+"""The ``offprompt`` command line: look into, show, query and convert offprompt data.
+
+Commands (``offprompt COMMAND --help`` for each)::
+
+    offprompt inspect                          sessions, task-memory namespaces
+    offprompt show SESSION [--html FILE]       a session as a timeline or an HTML page
+    offprompt query NAMESPACE TEXT [--top N]   search a stored tool output
+    offprompt read NAMESPACE [--page N]        page through a stored tool output
+    offprompt export SESSION --format F OUT    a stored session to a file
+    offprompt import --format F IN [--session S]
+    offprompt migrate --from F --to F IN OUT   file to file, no store involved
+    offprompt demo                             the guided offline demo (when installed)
+
+Every command takes ``--home DIR`` (default ``$OFFPROMPT_HOME`` or ``./.offprompt``):
+conversations are in ``HOME/memory.db``, task memory in ``HOME/qdrant``.
+
+Exit codes: 0 success; 1 the command could not be carried out (bad or wrong-format
+input, unknown session or namespace, unwritable output, a path that is not a store);
+2 the command line is wrong. Errors are one line, ``offprompt: error: <what>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+
+from offprompt.cli._common import CLIError, Context, UsageError, default_home, one_line
+from offprompt.errors import OffpromptError
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "CLIError", "build_parser", "main"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and an exception instead of ``sys.exit``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see 'offprompt --help')")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _demo_available() -> bool:
+    try:
+        return importlib.util.find_spec("offprompt.demo") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``offprompt`` command (one sub-parser per command)."""
+    from offprompt import __version__
+    from offprompt.cli import cmd_convert, cmd_inspect, cmd_show, cmd_task
+    from offprompt.cli.formats import FORMATS
+
+    formats = sorted(FORMATS)
+    parser = _Parser(
+        prog="offprompt",
+        description="Agent memory that lives outside the prompt: look into, show, "
+        "query and convert what offprompt stored.",
+    )
+    parser.add_argument("--version", action="version", version=f"offprompt {__version__}")
+    parser.add_argument(
+        "--home",
+        metavar="DIR",
+        help="offprompt home (default: $OFFPROMPT_HOME or ./.offprompt)",
+    )
+    # --home is accepted after the command too; SUPPRESS keeps a global value.
+    common = _Parser(add_help=False)
+    common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = commands.add_parser(
+        "inspect", parents=[common], help="sessions and task-memory namespaces in the home"
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(run=cmd_inspect.run)
+
+    p = commands.add_parser("show", parents=[common], help="a session as a timeline or HTML page")
+    p.add_argument("session", metavar="SESSION")
+    p.add_argument("--html", metavar="FILE", type=Path, help="write a self-contained HTML page")
+    p.set_defaults(run=cmd_show.run)
+
+    p = commands.add_parser("query", parents=[common], help="search a task-memory namespace")
+    p.add_argument("namespace", metavar="NAMESPACE")
+    p.add_argument("text", metavar="TEXT")
+    p.add_argument("--top", type=_positive, default=5, metavar="N", help="results (default 5)")
+    p.set_defaults(run=cmd_task.run_query)
+
+    p = commands.add_parser("read", parents=[common], help="read a page of a namespace")
+    p.add_argument("namespace", metavar="NAMESPACE")
+    p.add_argument("--page", type=_positive, default=1, metavar="N", help="page (default 1)")
+    p.add_argument(
+        "--page-tokens", type=_positive, metavar="N", help="tokens per page (task memory default)"
+    )
+    p.set_defaults(run=cmd_task.run_read)
+
+    p = commands.add_parser("export", parents=[common], help="write a stored session to a file")
+    p.add_argument("session", metavar="SESSION")
+    p.add_argument(
+        "--format", "-f", required=True, choices=formats, metavar="F", help=", ".join(formats)
+    )
+    p.add_argument("out", metavar="OUT", type=Path)
+    p.set_defaults(run=cmd_convert.run_export)
+
+    p = commands.add_parser("import", parents=[common], help="store the session(s) of a file")
+    p.add_argument(
+        "--format", "-f", required=True, choices=formats, metavar="F", help=", ".join(formats)
+    )
+    p.add_argument("input", metavar="IN", type=Path)
+    p.add_argument(
+        "--session",
+        metavar="S",
+        help="session to store into (default: the file name); for llamaindex-chatstore, "
+        "the one session of the file to import",
+    )
+    p.add_argument("--append", action="store_true", help="add to a session that has messages")
+    p.set_defaults(run=cmd_convert.run_import)
+
+    p = commands.add_parser("migrate", parents=[common], help="convert a file between formats")
+    p.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        choices=formats,
+        metavar="F",
+        help=", ".join(formats),
+    )
+    p.add_argument(
+        "--to", dest="target", required=True, choices=formats, metavar="F", help=", ".join(formats)
+    )
+    p.add_argument("input", metavar="IN", type=Path)
+    p.add_argument("out", metavar="OUT", type=Path)
+    p.add_argument(
+        "--session",
+        metavar="S",
+        help="from a several-session file: the session to convert; to one: its key",
+    )
+    p.set_defaults(run=cmd_convert.run_migrate)
+
+    if _demo_available():
+        p = commands.add_parser("demo", parents=[common], help="the guided offline demo")
+        p.set_defaults(run=_run_demo)
+    return parser
+
+
+def _run_demo(args: argparse.Namespace, ctx: Context) -> int:
+    from offprompt import demo  # type: ignore[attr-defined,unused-ignore]
+
+    if args.home is not None:
+        os.environ["OFFPROMPT_HOME"] = str(ctx.home)
+    result = demo.main()
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``offprompt`` command line and return its exit code.
+
+    Args:
+        argv: The arguments after the program name; ``None`` means ``sys.argv[1:]``.
+
+    Example:
+        >>> main(["--version"])  # doctest: +SKIP
+        offprompt 0.1.0
+        0
+    """
+    err = Console(stderr=True, highlight=False)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        ctx = Context(
+            home=Path(args.home) if args.home else default_home(),
+            out=Console(highlight=False),
+            err=err,
+        )
+        code: int = args.run(args, ctx)
+        return code
+    except UsageError as exc:
+        _fail(err, exc)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except (OffpromptError, OSError) as exc:
+        _fail(err, exc)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        err.print("offprompt: interrupted", markup=False)
+        return 130
+    except Exception as exc:  # a bug: say so in one line, the traceback on request
+        if os.environ.get("OFFPROMPT_DEBUG"):
+            raise
+        _fail(err, exc, prefix=f"unexpected {type(exc).__name__}: ")
+        err.print("offprompt: set OFFPROMPT_DEBUG=1 to see the traceback", markup=False)
+        return EXIT_FAILURE
+
+
+def _fail(err: Console, exc: BaseException, prefix: str = "") -> None:
+    # soft_wrap: the message stays one line whatever the terminal width.
+    err.print(f"offprompt: error: {prefix}{one_line(exc)}", markup=False, soft_wrap=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

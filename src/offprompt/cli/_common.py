@@ -1,0 +1,147 @@
+"""What every command shares: the home directory, errors, consoles, atomic writes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from offprompt.errors import NotFoundError, OffpromptError
+
+__all__ = ["CLIError", "Context", "UsageError", "atomic_write", "read_input"]
+
+
+class CLIError(OffpromptError):
+    """A command that cannot be carried out (exit code 1); the message is one line."""
+
+
+class UsageError(OffpromptError):
+    """The command line itself is wrong (exit code 2)."""
+
+
+@dataclass
+class Context:
+    """Where a command finds its data and where it prints.
+
+    Attributes:
+        home: The offprompt home directory (``--home``, ``$OFFPROMPT_HOME`` or
+            ``./.offprompt``).
+        out: Console for results (stdout).
+        err: Console for progress and warnings (stderr).
+    """
+
+    home: Path
+    out: Console
+    err: Console
+
+    @property
+    def store_path(self) -> Path:
+        return self.home / "memory.db"
+
+    @property
+    def task_memory_path(self) -> Path:
+        return self.home / "qdrant"
+
+    def check_home(self) -> None:
+        if self.home.exists() and not self.home.is_dir():
+            raise CLIError(f"home {self.home} is not a directory")
+
+    @contextlib.contextmanager
+    def store(self, *, create: bool) -> Iterator[Any]:
+        """The SQLite store at ``HOME/memory.db``; ``None`` if absent and not ``create``."""
+        from offprompt.stores.sqlite import SQLiteStore
+
+        self.check_home()
+        if not create and not self.store_path.exists():
+            yield None
+            return
+        store = SQLiteStore(self.store_path)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    @contextlib.contextmanager
+    def task_memory(self) -> Iterator[Any]:
+        """The task memory at ``HOME/qdrant``; ``None`` if nothing was ever stored there."""
+        self.check_home()
+        if not self.task_memory_path.exists():
+            yield None
+            return
+        from offprompt.task_memory import TaskMemory
+
+        memory = TaskMemory(path=self.task_memory_path)
+        try:
+            yield memory
+        finally:
+            # Release the embedded Qdrant files for the next process.
+            owner = memory if hasattr(memory, "close") else getattr(memory, "vector_store", None)
+            close = getattr(owner, "close", None)
+            if callable(close):
+                close()
+
+
+def default_home() -> Path:
+    home = os.environ.get("OFFPROMPT_HOME")
+    return Path(home) if home else Path.cwd() / ".offprompt"
+
+
+def read_input(path: Path) -> str:
+    """The text of an input file, or a one-line error naming what is wrong with it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"input file {path} does not exist", path=str(path)) from None
+    except IsADirectoryError:
+        raise CLIError(f"input {path} is a directory, not a file") from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CLIError(
+            f"{path} is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
+        ) from None
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory.
+
+    Readers see the old file or the new one, never a partial file; on any error the
+    temporary file is removed and ``path`` is left as it was.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise CLIError(f"cannot write {path}: it is a directory")
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise CLIError(f"cannot write {path}: directory {parent} {what}")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (multi-line messages joined with ``; ``)."""
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, KeyError) and not isinstance(exc, OffpromptError):
+        text = f"not found: {text}"
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())

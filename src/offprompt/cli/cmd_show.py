@@ -1,0 +1,55 @@
+"""``offprompt show SESSION [--html FILE]``: a stored session for people to read."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from offprompt.cli._common import Context, atomic_write
+from offprompt.cli.cmd_task import namespace_infos
+from offprompt.errors import NotFoundError
+from offprompt.render import render_html, render_timeline
+from offprompt.render.references import message_references
+from offprompt.stores.base import StoredMessage
+
+__all__ = ["read_session", "run"]
+
+
+def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
+    """The stored messages of ``session``; :class:`NotFoundError` naming what exists if none."""
+    if store is None:
+        raise NotFoundError(
+            f"unknown session {session!r}: no store at {ctx.store_path}", session_id=session
+        )
+    from offprompt.stores.base import validate_session_id
+
+    validate_session_id(session)
+    stored: list[StoredMessage] = store.read(session)
+    if stored:
+        return stored
+    known = [info.session_id for info in store.sessions() if info.message_count]
+    listed = ", ".join(repr(s) for s in known[:5]) + (", ..." if len(known) > 5 else "")
+    raise NotFoundError(
+        f"unknown session {session!r} in {ctx.store_path}"
+        + (f"; sessions there: {listed}" if known else "; it holds no sessions"),
+        session_id=session,
+    )
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    with ctx.store(create=False) as store:
+        stored = read_session(ctx, store, args.session)
+    refs = message_references(item.message for item in stored)
+    infos = namespace_infos(ctx, {ref.namespace for ref in refs})
+    title = f"offprompt session {args.session}"
+    if args.html is None:
+        ctx.out.print(render_timeline(stored, title=title, namespaces=infos))
+        return 0
+    atomic_write(args.html, render_html(stored, title=title, namespaces=infos))
+    images = sum(len(item.message.images) for item in stored)
+    ctx.out.print(
+        f"wrote {args.html} ({len(stored)} messages, {images} images, {len(refs)} off-prompt references)",
+        markup=False,
+        soft_wrap=True,
+    )
+    return 0

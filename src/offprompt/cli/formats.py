@@ -1,0 +1,205 @@
+"""The interchange formats the CLI reads and writes, by name.
+
+=======================  ==========================================================  ========
+name                     file                                                        sessions
+=======================  ==========================================================  ========
+``offprompt``            JSON lines, one ``Message.to_dict()`` per line              one
+``langchain``            JSON list as ``langchain_core.messages.messages_to_dict``   one
+``llamaindex``           JSON list of ``ChatMessage`` dicts (``model_dump``)         one
+``llamaindex-chatstore`` ``SimpleChatStore.persist()`` file                          several
+``griptape``             ``ConversationMemory.to_json()``                            one
+=======================  ==========================================================  ========
+
+Every reader takes the file's text and returns ``{session_key: messages}`` (``None`` as
+the key for single-session formats); every writer takes sessions and returns the text.
+Both fill a :class:`ConversionReport` with whatever the target cannot carry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from offprompt._validation import loads_json
+from offprompt.errors import DeserializationError, OffpromptError
+from offprompt.interop.report import ConversionReport
+from offprompt.messages import Message
+
+__all__ = ["FORMATS", "Format", "Sessions", "sniff"]
+
+Sessions = dict[str | None, list[Message]]
+
+
+@dataclass(frozen=True)
+class Format:
+    """A named file format.
+
+    Attributes:
+        name: The name used on the command line.
+        multi_session: Whether one file holds several sessions.
+        read: File text → sessions.
+        write: Sessions → file text.
+    """
+
+    name: str
+    multi_session: bool
+    read: Callable[[str, ConversionReport], Sessions]
+    write: Callable[[Mapping[str, Sequence[Message]], ConversionReport], str]
+
+
+def _dump(document: Any) -> str:
+    return json.dumps(document, ensure_ascii=False) + "\n"
+
+
+def _only(sessions: Mapping[str, Sequence[Message]]) -> Sequence[Message]:
+    (messages,) = sessions.values()  # the CLI picks one session before writing
+    return messages
+
+
+# -- offprompt JSON lines ---------------------------------------------------------------
+def _read_offprompt(text: str, report: ConversionReport) -> Sessions:
+    messages = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        data = loads_json(line, what=f"line {number}")
+        if not isinstance(data, dict):
+            raise DeserializationError(
+                f"line {number}: expected a message object, got a JSON {type(data).__name__}"
+            )
+        try:
+            messages.append(Message.from_dict(data))
+        except OffpromptError as exc:
+            raise DeserializationError(f"line {number}: {exc}") from None
+    report.source, report.target = report.source or "offprompt", report.target or "offprompt"
+    report.converted += len(messages)
+    return {None: messages}
+
+
+def _write_offprompt(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    messages = _only(sessions)
+    report.source, report.target = report.source or "offprompt", report.target or "offprompt"
+    report.converted += len(messages)
+    return "".join(m.to_json() + "\n" for m in messages)
+
+
+# -- LangChain --------------------------------------------------------------------------
+def _read_langchain(text: str, report: ConversionReport) -> Sessions:
+    from offprompt.interop.langchain import messages_from_langchain_dicts
+
+    messages = messages_from_langchain_dicts(loads_json(text, what="LangChain messages"), report)
+    return {None: messages}
+
+
+def _write_langchain(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    from offprompt.interop.langchain import messages_to_langchain_dicts
+
+    dicts = messages_to_langchain_dicts(_only(sessions), report)
+    return _dump(dicts)
+
+
+# -- LlamaIndex -------------------------------------------------------------------------
+def _read_llamaindex(text: str, report: ConversionReport) -> Sessions:
+    from offprompt.interop.llamaindex import messages_from_llamaindex_dicts
+
+    messages = messages_from_llamaindex_dicts(loads_json(text, what="LlamaIndex messages"), report)
+    return {None: messages}
+
+
+def _write_llamaindex(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    from offprompt.interop.llamaindex import messages_to_llamaindex_dicts
+
+    dicts = messages_to_llamaindex_dicts(_only(sessions), report)
+    return _dump(dicts)
+
+
+def _read_chatstore(text: str, report: ConversionReport) -> Sessions:
+    from offprompt.interop.llamaindex import read_simple_chat_store
+
+    document = loads_json(text, what="SimpleChatStore file")
+    if isinstance(document, str):  # older versions wrote the document as a JSON string
+        document = loads_json(document, what="SimpleChatStore file")
+    if not isinstance(document, Mapping):
+        raise DeserializationError(
+            f"not a SimpleChatStore file: expected a JSON object, got a JSON {type(document).__name__}"
+        )
+    sessions = read_simple_chat_store(document, report)
+    return dict(sessions.items())
+
+
+def _write_chatstore(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    from offprompt.interop.llamaindex import simple_chat_store_dict
+
+    document = simple_chat_store_dict(sessions, report)
+    # Compact, like the pydantic dump that SimpleChatStore.persist() writes.
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- Griptape ---------------------------------------------------------------------------
+def _read_griptape(text: str, report: ConversionReport) -> Sessions:
+    from offprompt.interop.griptape import conversation_from_griptape
+
+    return {None: conversation_from_griptape(text, report).messages}
+
+
+def _write_griptape(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    from offprompt.interop.griptape import conversation_to_griptape
+
+    return _dump(conversation_to_griptape(list(_only(sessions)), report=report))
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("offprompt", False, _read_offprompt, _write_offprompt),
+        Format("langchain", False, _read_langchain, _write_langchain),
+        Format("llamaindex", False, _read_llamaindex, _write_llamaindex),
+        Format("llamaindex-chatstore", True, _read_chatstore, _write_chatstore),
+        Format("griptape", False, _read_griptape, _write_griptape),
+    )
+}
+
+
+def sniff(text: str) -> str | None:
+    """Guess which format ``text`` is in (used to make a wrong ``--from`` clear).
+
+    Example:
+        >>> sniff('[{"type": "human", "data": {"content": "hi"}}]')
+        'langchain'
+    """
+    stripped = text.strip()
+    if not stripped:
+        return None
+    try:
+        document: Any = json.loads(stripped)
+    except json.JSONDecodeError:
+        first = stripped.splitlines()[0]
+        try:
+            document = json.loads(first)
+        except json.JSONDecodeError:
+            return None
+        return "offprompt" if _looks_like_message(document) else None
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except json.JSONDecodeError:
+            return None
+    if isinstance(document, dict):
+        if isinstance(document.get("store"), dict):
+            return "llamaindex-chatstore"
+        if document.get("type") in ("ConversationMemory", "SummaryConversationMemory"):
+            return "griptape"
+        return "offprompt" if _looks_like_message(document) else None
+    if isinstance(document, list) and document and isinstance(document[0], dict):
+        head = document[0]
+        if "type" in head and isinstance(head.get("data"), dict):
+            return "langchain"
+        if "role" in head and ("blocks" in head or "additional_kwargs" in head):
+            return "llamaindex"
+    return None
+
+
+def _looks_like_message(document: Any) -> bool:
+    return isinstance(document, dict) and "role" in document and "created_at" in document
