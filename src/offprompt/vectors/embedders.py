@@ -28,6 +28,7 @@ from offprompt.errors import ValidationError
 __all__ = ["Embedder", "HashingEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_HAS_DIGIT = re.compile(r"\d")
 
 
 @runtime_checkable
@@ -95,6 +96,7 @@ class HashingEmbedder:
         self.ngram_weight = float(ngram_weight)
         self.cache_size = cache_size
         self._cache: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        self._ngrams: dict[str, tuple[int, float]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -113,13 +115,19 @@ class HashingEmbedder:
         n = self.ngram
         # n-grams model word forms; ids and numbers (any digit) only get the word feature,
         # which also keeps ingest fast on logs full of unique hex ids.
-        if n and len(word) <= 24 and not any(c.isdigit() for c in word):
+        if n and len(word) <= 24 and not _HAS_DIGIT.search(word):
             padded = f"<{word}>"
-            w = self.ngram_weight
+            grams = self._ngrams
             for i in range(max(1, len(padded) - n + 1)):
-                h = zlib.crc32(b"c\x00" + padded[i : i + n].encode("utf-8"))
-                idx.append(h % dim)
-                weights.append(-w if h & 0x80000000 else w)
+                gram = padded[i : i + n]
+                feature = grams.get(gram)
+                if feature is None:
+                    # n-grams repeat across words far more than words do: hash each once
+                    g = zlib.crc32(b"c\x00" + gram.encode("utf-8"))
+                    w = self.ngram_weight
+                    feature = grams[gram] = (g % dim, -w if g & 0x80000000 else w)
+                idx.append(feature[0])
+                weights.append(feature[1])
         return tuple(idx), tuple(weights)
 
     def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -148,6 +156,7 @@ class HashingEmbedder:
             with self._lock:
                 if len(self._cache) + len(vocab) > self.cache_size:
                     self._cache.clear()
+                    self._ngrams.clear()
                 feats = []
                 for word in vocab:
                     cached = self._cache.get(word)
