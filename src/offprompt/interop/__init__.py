@@ -4,6 +4,11 @@ Nothing here imports LangChain, LlamaIndex, smolagents or Griptape: the adapters
 framework objects into these dicts with the frameworks' own serialisers and delegate
 the conversion to this package. What a format cannot carry is listed in a
 :class:`ConversionReport`, never dropped silently.
+
+Modules: ``langchain`` (``messages_to_dict`` JSON), ``llamaindex`` (``ChatMessage``
+dicts and ``SimpleChatStore`` files), ``griptape`` (conversation-memory JSON),
+``smolagents`` (``get_full_steps()`` dicts). Import the one you need; they are not
+loaded by ``import offprompt.interop``.
 """
 
 from offprompt.interop.report import ConversionReport, Loss
