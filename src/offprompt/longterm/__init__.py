@@ -1,0 +1,85 @@
+"""Long-term memory, DB-GPT's model: fragments flow sensory -> short-term -> long-term.
+
+* :class:`MemoryFragment` - one observation with a time-ordered id, importance,
+  last-accessed time, insight flag and :class:`Scope` (user / agent / session).
+* :class:`SensoryMemory`, :class:`ShortTermMemory`, :class:`EnhancedShortTermMemory` -
+  in-process buffers that decide what is worth keeping.
+* :class:`LongTermMemory` - fragments in Qdrant, recalled by
+  ``similarity + (1 - decay_rate) ** hours_since_last_access + importance``.
+* :class:`HybridMemory` - the three together.
+* :class:`ImportanceScorer` / :class:`InsightExtractor` with offline defaults
+  (:class:`HeuristicImportanceScorer`, :class:`ExtractiveInsightExtractor`).
+* :class:`PlanMemory` (plans per conversation) and :func:`format_memories` /
+  :func:`render_write_memory` (prompt text in and out).
+"""
+
+from offprompt.longterm.fragment import (
+    Clock,
+    DiscardedMemoryFragments,
+    MemoryFragment,
+    Scope,
+    fragment_id_time,
+    new_fragment_id,
+)
+from offprompt.longterm.hybrid import HybridMemory
+from offprompt.longterm.long_term import LongTermMemory, ScoredFragment
+from offprompt.longterm.plans import PLAN_STATES, PlanMemory, SubTask
+from offprompt.longterm.prompts import (
+    DEFAULT_MEMORY_TEMPLATE,
+    DEFAULT_WRITE_MEMORY_TEMPLATE,
+    MemoryLike,
+    format_memories,
+    render_template,
+    render_write_memory,
+)
+from offprompt.longterm.scoring import (
+    DEFAULT_IMPORTANCE_PROMPT,
+    DEFAULT_INSIGHT_PROMPT,
+    ExtractiveInsightExtractor,
+    HeuristicImportanceScorer,
+    ImportanceScorer,
+    InsightExtractor,
+    parse_insights,
+    parse_rating,
+)
+from offprompt.longterm.sensory import SensoryMemory
+from offprompt.longterm.short_term import (
+    EnhancedShortTermMemory,
+    ShortTermMemory,
+    cosine_similarity,
+    sigmoid,
+)
+
+__all__ = [
+    "DEFAULT_IMPORTANCE_PROMPT",
+    "DEFAULT_INSIGHT_PROMPT",
+    "DEFAULT_MEMORY_TEMPLATE",
+    "DEFAULT_WRITE_MEMORY_TEMPLATE",
+    "PLAN_STATES",
+    "Clock",
+    "DiscardedMemoryFragments",
+    "EnhancedShortTermMemory",
+    "ExtractiveInsightExtractor",
+    "HeuristicImportanceScorer",
+    "HybridMemory",
+    "ImportanceScorer",
+    "InsightExtractor",
+    "LongTermMemory",
+    "MemoryFragment",
+    "MemoryLike",
+    "PlanMemory",
+    "Scope",
+    "ScoredFragment",
+    "SensoryMemory",
+    "ShortTermMemory",
+    "SubTask",
+    "cosine_similarity",
+    "format_memories",
+    "fragment_id_time",
+    "new_fragment_id",
+    "parse_insights",
+    "parse_rating",
+    "render_template",
+    "render_write_memory",
+    "sigmoid",
+]

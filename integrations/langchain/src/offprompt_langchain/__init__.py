@@ -1,5 +1,13 @@
-"""offprompt for LangChain: durable chat history, off-prompt tools and agent middleware."""
+"""offprompt for LangChain: durable chat history, off-prompt tools and agent middleware.
 
+``OffpromptMiddleware`` needs ``langchain`` and ``langgraph`` and ``OffpromptStore``
+needs ``langgraph`` (the ``agents`` extra); they are imported on first use, so the
+rest works with ``langchain-core`` alone.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from offprompt_langchain.blobs import OffpromptBlobStore
 from offprompt_langchain.bridges import (
     LangChainEmbedder,
     LangChainSummarizer,
@@ -12,14 +20,55 @@ from offprompt_langchain.convert import (
     message_to_langchain,
     to_langchain,
 )
+from offprompt_langchain.history import OffpromptChatMessageHistory
+from offprompt_langchain.longterm import LLMImportanceScorer, LLMInsightExtractor, MemoryModelError
+from offprompt_langchain.retriever import TaskMemoryRetriever
+from offprompt_langchain.tools import OffpromptTool, offprompt_tool, task_memory_tools
+
+if TYPE_CHECKING:
+    from offprompt_langchain.middleware import OffpromptMiddleware
+    from offprompt_langchain.store import OffpromptStore
 
 __all__ = [
+    "LLMImportanceScorer",
+    "LLMInsightExtractor",
     "LangChainEmbedder",
     "LangChainSummarizer",
+    "MemoryModelError",
+    "OffpromptBlobStore",
+    "OffpromptChatMessageHistory",
     "OffpromptEmbeddings",
+    "OffpromptMiddleware",
+    "OffpromptStore",
+    "OffpromptTool",
     "SummarizationError",
+    "TaskMemoryRetriever",
     "from_langchain",
     "message_from_langchain",
     "message_to_langchain",
+    "offprompt_tool",
+    "task_memory_tools",
     "to_langchain",
 ]
+
+_LAZY = {
+    "OffpromptMiddleware": ("offprompt_langchain.middleware", "langchain and langgraph"),
+    "OffpromptStore": ("offprompt_langchain.store", "langgraph"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'offprompt_langchain' has no attribute {name!r}")
+    module_name, needs = _LAZY[name]
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ImportError(
+            f"{name} needs {needs}: pip install 'offprompt-langchain[agents]' ({exc})"
+        ) from exc
+    value = getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,126 @@
+"""A LlamaIndex chat engine whose memory survives a restart (offline, scripted LLM).
+
+Run: python examples/llamaindex/chat_engine_restart.py
+(writes $OFFPROMPT_HOME/memory.db, or ./.offprompt/memory.db)
+
+1. A ``SimpleChatEngine`` with ``memory=OffpromptMemory`` chats; every message goes to
+   the embedded SQLite store.
+2. A second Python process (a real restart) builds a new engine on the same session and
+   continues: the model sees the earlier turns.
+3. The token limit: after many turns the model gets the system prompt plus the newest
+   whole turns only, while every message stays stored.
+
+The LLM is a tiny scripted model (no network, no key): it answers "Who am I?" from the
+history it is given, which shows what memory reached it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    CompletionResponse,
+    LLMMetadata,
+)
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import CustomLLM
+from offprompt_llamaindex import OffpromptMemory
+
+from offprompt.stores import default_path
+
+SESSION = "example-chat"
+
+
+class EchoMemoryLLM(CustomLLM):
+    """A scripted model: learns "I'm X" from the history it receives; no network."""
+
+    last_input: list[ChatMessage] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=4096, is_chat_model=True, model_name="scripted")
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        self.last_input = list(messages)
+        question = messages[-1].content or ""
+        if question.startswith("Who am I"):
+            names = [
+                m.content.split("I'm ", 1)[1].rstrip(".")
+                for m in messages
+                if m.role.value == "user" and "I'm " in (m.content or "")
+            ]
+            answer = f"You are {names[-1]}." if names else "I don't know yet."
+        elif "I'm " in question:
+            answer = f"Nice to meet you, {question.split(chr(39) + 'm ', 1)[1].rstrip('.')}."
+        else:
+            answer = f"Noted ({len(question.split())} words)."
+        return ChatResponse(message=ChatMessage(role="assistant", content=answer))
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text="(completion not used)")
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        yield self.complete(prompt)
+
+
+def engine(token_limit: int = 2000) -> tuple[SimpleChatEngine, EchoMemoryLLM, OffpromptMemory]:
+    llm = EchoMemoryLLM()
+    memory = OffpromptMemory.from_defaults(session_id=SESSION, token_limit=token_limit)
+    chat = SimpleChatEngine.from_defaults(
+        llm=llm, memory=memory, system_prompt="You are a friendly assistant."
+    )
+    return chat, llm, memory
+
+
+def first_process() -> None:
+    chat, _, memory = engine()
+    memory.reset()  # start the example from a clean session
+    print(f"store: {default_path()}  session: {SESSION!r}")
+    for text in ["Hi, I'm Ada Lovelace.", "I like analytical engines."]:
+        print(f"user: {text}\nbot:  {chat.chat(text)}")
+    print(f"stored messages: {len(memory.get_all())}")
+
+
+def second_process() -> None:
+    chat, llm, _ = engine()
+    print("-- restarted process --")
+    print(f"user: Who am I?\nbot:  {chat.chat('Who am I?')}")
+    print(
+        f"the model received {len(llm.last_input)} messages: "
+        f"{[m.role.value for m in llm.last_input]}"
+    )
+    assert str(chat.chat("Who am I, again?")).startswith("You are Ada Lovelace")
+
+
+def token_limit_demo() -> None:
+    chat, llm, memory = engine(token_limit=300)
+    for i in range(20):
+        chat.chat(f"Fact number {i}: " + "the engine has many gears and columns. " * 3)
+    print("-- after 20 more turns, token_limit=300 --")
+    print(
+        f"stored: {len(memory.get_all())} messages; "
+        f"sent to the model: {len(llm.last_input)} messages "
+        f"(system prompt kept: {llm.last_input[0].role.value == 'system'})"
+    )
+    window = memory.window()
+    print(f"window: {window.tokens} tokens, {window.dropped} older messages left out")
+    assert window.tokens <= 300 and len(memory.get_all()) > len(llm.last_input)
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--second"]:
+        second_process()
+        return
+    first_process()
+    # A real restart: a new interpreter opens the same SQLite file.
+    subprocess.run([sys.executable, __file__, "--second"], check=True)
+    token_limit_demo()
+
+
+if __name__ == "__main__":
+    main()

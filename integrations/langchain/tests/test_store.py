@@ -1,0 +1,330 @@
+"""OffpromptStore as a LangGraph ``BaseStore``: the batch API and every op, semantics
+checked against LangGraph's ``InMemoryStore`` where they agree, namespace validation,
+persistence, and real use as ``store=`` in ``create_agent`` and a ``StateGraph``.
+
+Everything is real (embedded Qdrant, LangGraph, LangChain) except the chat model, which
+is LangChain's ``GenericFakeChatModel`` with a script of replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.config import get_store
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
+from langgraph.store.memory import InMemoryStore
+from offprompt_langchain.store import OffpromptStore
+
+from offprompt.errors import ValidationError
+from offprompt.vectors import QdrantVectorStore
+
+
+@pytest.fixture
+def store() -> Iterator[OffpromptStore]:
+    s = OffpromptStore()
+    yield s
+    s.close()
+
+
+def _seed(s: BaseStore) -> None:
+    s.put(("users", "alice"), "prefs", {"text": "prefers dark mode", "color": "red", "n": 5})
+    s.put(("users", "bob"), "prefs", {"text": "prefers light mode", "color": "blue", "n": 2})
+    s.put(
+        ("users", "bob"), "pets", {"text": "has a dog", "tags": ["dog"], "meta": {"age": 3}, "n": 7}
+    )
+    s.put(("docs", "v1"), "d1", {"text": "python tutorial", "color": "red", "n": 9})
+
+
+def test_put_get_update_delete(store: OffpromptStore) -> None:
+    store.put(("a", "b"), "k", {"x": 1})
+    first = store.get(("a", "b"), "k")
+    assert first is not None and first.value == {"x": 1} and first.namespace == ("a", "b")
+    store.put(("a", "b"), "k", {"x": 2})
+    second = store.get(("a", "b"), "k")
+    assert second is not None and second.value == {"x": 2}
+    assert second.created_at == first.created_at and second.updated_at >= first.updated_at
+    assert store.get(("a",), "k") is None and store.get(("a", "b"), "other") is None
+    store.delete(("a", "b"), "k")
+    assert store.get(("a", "b"), "k") is None
+
+
+def test_batch_order_reads_before_writes_and_last_put_wins(store: OffpromptStore) -> None:
+    store.put(("n",), "k", {"v": "old"})
+    results = store.batch(
+        [
+            PutOp(("n",), "k", {"v": "new"}),
+            GetOp(("n",), "k"),
+            PutOp(("n",), "k", {"v": "newest"}),
+            SearchOp(("n",)),
+            ListNamespacesOp(),
+            PutOp(("m",), "gone", None),
+        ]
+    )
+    assert results[0] is None and results[2] is None and results[5] is None
+    assert results[1] is not None and results[1].value == {"v": "old"}  # type: ignore[union-attr]
+    assert [i.value for i in results[3]] == [{"v": "old"}]  # type: ignore[union-attr]
+    assert results[4] == [("n",)]
+    item = store.get(("n",), "k")
+    assert item is not None and item.value == {"v": "newest"}
+
+
+def test_batch_with_a_bad_op_changes_nothing(store: OffpromptStore) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("ok",), "k", {"v": 1}), PutOp(("bad.label",), "k", {"v": 1})])
+    assert store.get(("ok",), "k") is None
+    with pytest.raises(ValidationError):
+        store.batch([PutOp(("ok",), "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        store.batch(["not an op"])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match="operator"):
+        store.search(("ok",), filter={"n": {"$regex": "x"}})
+
+
+@pytest.mark.parametrize("namespace", [(), ("",), ("a.b",), ("nul\x00",), ("langgraph", "x"), (1,)])
+def test_invalid_namespaces_are_refused(store: OffpromptStore, namespace: tuple[Any, ...]) -> None:
+    with pytest.raises((InvalidNamespaceError, ValidationError)):
+        store.put(namespace, "k", {"v": 1})
+
+
+def test_hostile_names_are_stored_verbatim_and_isolated(store: OffpromptStore) -> None:
+    tricky = [("a/b",), ("a", "b"), ('["a","b"]',), ("ü 🧠", "\\", "*"), ("a'; DROP TABLE x;--",)]
+    for i, ns in enumerate(tricky):
+        store.put(ns, 'k"\n', {"i": i})
+    for i, ns in enumerate(tricky):
+        item = store.get(ns, 'k"\n')
+        assert item is not None and item.value == {"i": i} and item.namespace == ns
+        assert [x.value["i"] for x in store.search(ns)] == [i]
+    assert sorted(store.list_namespaces()) == sorted(tricky)
+
+
+def test_filters_match_in_memory_store(store: OffpromptStore) -> None:
+    reference = InMemoryStore()
+    _seed(store)
+    _seed(reference)
+    cases: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+        ((), {"color": "red"}),
+        (("users",), {"color": "red"}),
+        ((), {"n": {"$gt": 3}}),
+        ((), {"n": {"$gte": 2, "$lt": 9}}),
+        ((), {"color": {"$ne": "red"}}),
+        ((), {"tags": ["dog"]}),
+        ((), {"meta": {"age": 3}}),
+        ((), {"n": {"$eq": 9}}),
+        (("users", "bob"), {}),
+        (("nobody",), {}),
+    ]
+    for prefix, flt in cases:
+        got = {(i.namespace, i.key) for i in store.search(prefix, filter=flt, limit=50)}
+        want = {(i.namespace, i.key) for i in reference.search(prefix, filter=flt, limit=50)}
+        assert got == want, (prefix, flt)
+
+
+def test_comparison_on_a_missing_field_is_false_not_an_error(store: OffpromptStore) -> None:
+    store.put(("x",), "with", {"n": 5})
+    store.put(("x",), "without", {"m": 1})
+    assert [i.key for i in store.search(("x",), filter={"n": {"$gt": 1}})] == ["with"]
+
+
+def test_limit_offset_and_newest_first(store: OffpromptStore) -> None:
+    for i in range(7):
+        store.put(("p",), f"k{i}", {"i": i})
+    page1 = store.search(("p",), limit=3)
+    page2 = store.search(("p",), limit=3, offset=3)
+    assert [i.key for i in page1] == ["k6", "k5", "k4"]
+    assert [i.key for i in page2] == ["k3", "k2", "k1"]
+    assert store.search(("p",), limit=0) == []
+
+
+def test_semantic_search_ranks_by_meaning(store: OffpromptStore) -> None:
+    store.put(("mem",), "1", {"text": "the user is allergic to peanuts"})
+    store.put(("mem",), "2", {"text": "the user likes hiking in the alps"})
+    store.put(("mem",), "3", {"text": "peanuts make the user sick"}, index=False)
+    hits = store.search(("mem",), query="peanuts allergy", limit=3)
+    assert [h.key for h in hits] == ["1", "2", "3"]
+    assert hits[0].score is not None and hits[0].score > (hits[1].score or 0)
+    assert hits[2].score is None  # not indexed: listed last, unscored, like InMemoryStore
+    filtered = store.search(("mem",), query="peanuts", filter={"text": {"$ne": "x"}}, limit=1)
+    assert [h.key for h in filtered] == ["1"]
+
+
+def test_index_fields_choose_what_is_embedded() -> None:
+    s = OffpromptStore(fields=["summary"])
+    s.put(("d",), "a", {"summary": "astronomy and telescopes", "body": "cooking pasta"})
+    s.put(("d",), "b", {"summary": "gardening tips", "body": "cooking pasta"}, index=["body"])
+    assert s.search(("d",), query="telescopes astronomy", limit=1)[0].key == "a"
+    assert s.search(("d",), query="cooking pasta", limit=1)[0].key == "b"
+    s.close()
+    with pytest.raises(ValidationError):
+        OffpromptStore(fields=[""])
+
+
+def test_list_namespaces_prefix_suffix_depth(store: OffpromptStore) -> None:
+    reference = InMemoryStore()
+    for s in (store, reference):
+        _seed(s)
+        s.put(("users", "carol", "v1"), "x", {"a": 1})
+    for kwargs in (
+        {},
+        {"prefix": ("users",)},
+        {"suffix": ("v1",)},
+        {"prefix": ("users", "*")},
+        {"suffix": ("*", "v1")},
+        {"max_depth": 1},
+        {"prefix": ("users",), "max_depth": 2},
+        {"limit": 2, "offset": 1},
+    ):
+        assert store.list_namespaces(**kwargs) == reference.list_namespaces(**kwargs), kwargs
+
+
+async def test_async_api(store: OffpromptStore) -> None:
+    await store.aput(("a",), "k", {"text": "asynchronous write"})
+    item = await store.aget(("a",), "k")
+    assert item is not None and item.value["text"] == "asynchronous write"
+    hits, namespaces = await asyncio.gather(
+        store.asearch(("a",), query="write"), store.alist_namespaces()
+    )
+    assert [h.key for h in hits] == ["k"] and namespaces == [("a",)]
+    results = await store.abatch([GetOp(("a",), "k"), PutOp(("b",), "k", {"v": 1})])
+    assert results[0] is not None and results[1] is None
+    await store.adelete(("a",), "k")
+    assert await store.aget(("a",), "k") is None
+
+
+def test_persists_across_reopen(tmp_path: Path) -> None:
+    s = OffpromptStore(QdrantVectorStore(path=str(tmp_path / "q")))
+    s.put(("u",), "k", {"text": "durable"})
+    s.vector_store.close()
+    again = OffpromptStore(QdrantVectorStore(path=str(tmp_path / "q")))
+    item = again.get(("u",), "k")
+    assert item is not None and item.value == {"text": "durable"}
+    assert again.search(("u",), query="durable")[0].key == "k"
+    again.vector_store.close()
+
+
+def test_ttl_is_refused(store: OffpromptStore) -> None:
+    with pytest.raises(NotImplementedError):
+        store.put(("a",), "k", {"v": 1}, ttl=5)
+
+
+# ------------------------------------------------------------------ in LangGraph / agents
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """LangChain's fake chat model, accepting ``bind_tools`` and recording its inputs."""
+
+    seen: list[list[BaseMessage]] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+@tool
+def remember(fact: str, runtime: ToolRuntime) -> str:
+    """Save a fact about the user."""
+    assert runtime.store is not None
+    runtime.store.put(("memories", "user-1"), "fact", {"text": fact})
+    return "saved"
+
+
+@tool
+def recall(query: str, runtime: ToolRuntime) -> str:
+    """Look up what is known about the user."""
+    assert runtime.store is not None
+    hits = runtime.store.search(("memories", "user-1"), query=query, limit=1)
+    return hits[0].value["text"] if hits else "nothing"
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def test_create_agent_tools_use_the_store(store: OffpromptStore) -> None:
+    model = ScriptedModel(
+        messages=iter(
+            [
+                _call("remember", {"fact": "prefers window seats"}, "c1"),
+                AIMessage(content="Noted."),
+                _call("recall", {"query": "seat preference"}, "c2"),
+                AIMessage(content="You like window seats."),
+            ]
+        ),
+        seen=[],
+    )
+    agent = create_agent(model, [remember, recall], store=store)
+    agent.invoke({"messages": [HumanMessage("I prefer window seats")]})
+    item = store.get(("memories", "user-1"), "fact")
+    assert item is not None and item.value == {"text": "prefers window seats"}
+    out = agent.invoke({"messages": [HumanMessage("Where do I like to sit?")]})
+    tool_messages = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert tool_messages[-1].content == "prefers window seats"
+    assert out["messages"][-1].content == "You like window seats."
+
+
+def test_state_graph_with_store(store: OffpromptStore) -> None:
+    class State(TypedDict):
+        user: str
+        answer: str
+
+    def write(state: State) -> dict[str, str]:
+        get_store().put(("profile", state["user"]), "lang", {"text": "answers in French"})
+        return {}
+
+    def read(state: State, *, store: BaseStore) -> dict[str, str]:
+        hits = store.search(("profile", state["user"]), query="language of answers")
+        return {"answer": hits[0].value["text"] if hits else ""}
+
+    graph = StateGraph(State)
+    graph.add_node("write", write)
+    graph.add_node("read", read)
+    graph.add_edge(START, "write")
+    graph.add_edge("write", "read")
+    graph.add_edge("read", END)
+    app = graph.compile(store=store)
+    assert app.invoke({"user": "u1", "answer": ""})["answer"] == "answers in French"
+    assert store.list_namespaces(prefix=("profile",)) == [("profile", "u1")]
+
+
+async def test_state_graph_async(store: OffpromptStore) -> None:
+    class State(TypedDict):
+        n: int
+
+    async def node(state: State, *, store: BaseStore) -> dict[str, int]:
+        await store.aput(("counter",), "c", {"n": state["n"] + 1})
+        item = await store.aget(("counter",), "c")
+        assert item is not None
+        return {"n": int(item.value["n"])}
+
+    graph = StateGraph(State)
+    graph.add_node("node", node)
+    graph.add_edge(START, "node")
+    app = graph.compile(store=store)
+    assert (await app.ainvoke({"n": 41}))["n"] == 42
+
+
+def test_search_match_condition_type_is_checked(store: OffpromptStore) -> None:
+    store.put(("a",), "k", {"v": 1})
+    bad = ListNamespacesOp(match_conditions=(MatchCondition("middle", ("a",)),))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        store.batch([bad])
