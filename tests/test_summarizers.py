@@ -56,14 +56,28 @@ def test_a_fact_survives_repeated_folding_while_new_runs_still_enter() -> None:
     """Regression: frequency scoring once dropped 'The launch code is 7431.' after 3 folds."""
     summarizer = ExtractiveSummarizer(max_tokens=120)
     turns = [
-        ("Remember this for later. The launch code is 7431.", "Noted, I will remember the launch code."),
-        ("What is the weather like in the city today? I want to walk in the park.", "It is sunny and warm in the city, a good day for the park."),
-        ("Can you suggest a book about the sea?", "Try Moby-Dick by Herman Melville, a classic novel about the sea."),
-        ("How long should I boil an egg for a soft yolk?", "Boil the egg for about six minutes for a soft, runny yolk."),
+        (
+            "Remember this for later. The launch code is 7431.",
+            "Noted, I will remember the launch code.",
+        ),
+        (
+            "What is the weather like in the city today? I want to walk in the park.",
+            "It is sunny and warm in the city, a good day for the park.",
+        ),
+        (
+            "Can you suggest a book about the sea?",
+            "Try Moby-Dick by Herman Melville, a classic novel about the sea.",
+        ),
+        (
+            "How long should I boil an egg for a soft yolk?",
+            "Boil the egg for about six minutes for a soft, runny yolk.",
+        ),
     ]
     summary = None
     for question, answer in turns:
-        summary = summarizer.summarize(summary, [_Run([Message.user(question), Message.assistant(answer)])])
+        summary = summarizer.summarize(
+            summary, [_Run([Message.user(question), Message.assistant(answer)])]
+        )
         assert default_tokenizer().count(summary) <= 120
     assert summary is not None
     assert "The launch code is 7431." in summary
