@@ -64,6 +64,9 @@ from offprompt.errors import (
 from offprompt.messages import Message
 
 if TYPE_CHECKING:
+    from offprompt.scope import Scope
+
+if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = [
@@ -1040,13 +1043,21 @@ class AgentMemory:
         }
         return meta, steps
 
-    def save(self, store: StateStore, run_id: str, *, session_id: str | None = None) -> None:
+    def save(
+        self,
+        store: StateStore,
+        run_id: str,
+        *,
+        session_id: str | None = None,
+        scope: Scope | None = None,
+    ) -> None:
         """Write the whole run to ``store`` (replacing what was saved under ``run_id``).
 
         Args:
             store: A conversation store (``InMemoryStore``, ``SQLiteStore`` ...).
             run_id: Names the run; no ``/``.
             session_id: The store session to write in; defaults to ``run_id``.
+            scope: The :class:`~offprompt.scope.Scope` partition to write in.
 
         Raises:
             SerializationError: a step holds a value that is neither JSON nor an artifact;
@@ -1054,6 +1065,7 @@ class AgentMemory:
         """
         session = session_id if session_id is not None else _check_run_id(run_id)
         _check_run_id(run_id)
+        store = _with_scope(store, scope)
         meta, steps = self._payload()
         old = store.get_state(session, _meta_key(run_id))
         old_count = (
@@ -1066,11 +1078,17 @@ class AgentMemory:
             store.delete_state(session, _step_key(run_id, index))
 
     async def asave(
-        self, store: AsyncStateStore, run_id: str, *, session_id: str | None = None
+        self,
+        store: AsyncStateStore,
+        run_id: str,
+        *,
+        session_id: str | None = None,
+        scope: Scope | None = None,
     ) -> None:
         """Async twin of :meth:`save`, through the store's ``a``-prefixed methods."""
         session = session_id if session_id is not None else _check_run_id(run_id)
         _check_run_id(run_id)
+        store = _with_scope(store, scope)
         meta, steps = self._payload()
         old = await store.aget_state(session, _meta_key(run_id))
         old_count = (
@@ -1091,11 +1109,13 @@ class AgentMemory:
         session_id: str | None = None,
         attach: bool = False,
         callbacks: CallbackRegistry | None = None,
+        scope: Scope | None = None,
     ) -> AgentMemory:
         """Read a run saved by :meth:`save` or recorded with :meth:`attach`.
 
         Args:
             attach: Keep recording into the same run: later appends are persisted.
+            scope: The :class:`~offprompt.scope.Scope` partition the run was saved in.
 
         Raises:
             NotFoundError: nothing is saved under ``run_id``.
@@ -1105,6 +1125,7 @@ class AgentMemory:
         """
         session = session_id if session_id is not None else _check_run_id(run_id)
         _check_run_id(run_id)
+        store = _with_scope(store, scope)
         count, system_prompt = _parse_meta(
             store.get_state(session, _meta_key(run_id)), run_id, session
         )
@@ -1126,10 +1147,12 @@ class AgentMemory:
         *,
         session_id: str | None = None,
         callbacks: CallbackRegistry | None = None,
+        scope: Scope | None = None,
     ) -> AgentMemory:
         """Async twin of :meth:`load` (without ``attach``: auto-persistence is sync)."""
         session = session_id if session_id is not None else _check_run_id(run_id)
         _check_run_id(run_id)
+        store = _with_scope(store, scope)
         count, system_prompt = _parse_meta(
             await store.aget_state(session, _meta_key(run_id)), run_id, session
         )
@@ -1155,7 +1178,14 @@ class AgentMemory:
         keys = store.state_keys(session_id, prefix="steps/")
         return sorted({k.split("/")[1] for k in keys if k.endswith("/meta") and k.count("/") == 2})
 
-    def attach(self, store: StateStore, run_id: str, *, session_id: str | None = None) -> None:
+    def attach(
+        self,
+        store: StateStore,
+        run_id: str,
+        *,
+        session_id: str | None = None,
+        scope: Scope | None = None,
+    ) -> None:
         """Save now, then persist every change to :attr:`steps` as it happens.
 
         An appended step is written to ``steps/{run_id}/{index:08d}`` before the run's
@@ -1164,6 +1194,7 @@ class AgentMemory:
         are not atomic across a crash. A step mutated in place after it was appended is
         written again by :meth:`sync`. Only one ``AgentMemory`` should record a run.
         """
+        store = _with_scope(store, scope)
         self.save(store, run_id, session_id=session_id)
         session = session_id if session_id is not None else run_id
         self._attached = _Attachment(store, session, run_id, len(self._steps))
@@ -1298,3 +1329,12 @@ def _replay(memory: AgentMemory, *, detailed: bool, console: Console | None) -> 
             out.print(footer(step.timing, step.token_usage))
         elif isinstance(step, FinalAnswerStep):
             out.print(Text(f"Final answer: {_output_view(step.output)}", style="bold green"))
+
+
+def _with_scope(store: Any, scope: Scope | None) -> Any:
+    """``store`` seen through ``scope`` (a :class:`~offprompt.stores.ScopedStore`)."""
+    if scope is None:
+        return store
+    from offprompt.stores.base import ScopedStore
+
+    return ScopedStore(store, scope)

@@ -9,6 +9,7 @@ Commands (``offprompt COMMAND --help`` for each)::
     offprompt export SESSION --format F OUT    a stored session to a file
     offprompt import --format F IN [--session S]
     offprompt migrate --from F --to F IN OUT   file to file, no store involved
+    offprompt forget --user ID [--yes]         delete everything stored for a subject
     offprompt demo                             the guided offline demo (when installed)
 
 Every command takes ``--home DIR`` (default ``$OFFPROMPT_HOME`` or ``./.offprompt``):
@@ -66,7 +67,7 @@ def _demo_available() -> bool:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``offprompt`` command (one sub-parser per command)."""
     from offprompt import __version__
-    from offprompt.cli import cmd_convert, cmd_inspect, cmd_show, cmd_task
+    from offprompt.cli import cmd_convert, cmd_forget, cmd_inspect, cmd_show, cmd_task
     from offprompt.cli.formats import FORMATS
 
     formats = sorted(FORMATS)
@@ -95,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("show", parents=[common], help="a session as a timeline or HTML page")
     p.add_argument("session", metavar="SESSION")
     p.add_argument("--html", metavar="FILE", type=Path, help="write a self-contained HTML page")
+    p.add_argument(
+        "--trace", action="store_true", help="the recorded trace of how the context was built"
+    )
+    cmd_forget.add_scope_arguments(p)
     p.set_defaults(run=cmd_show.run)
 
     p = commands.add_parser("query", parents=[common], help="search a task-memory namespace")
@@ -153,6 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="from a several-session file: the session to convert; to one: its key",
     )
     p.set_defaults(run=cmd_convert.run_migrate)
+
+    p = commands.add_parser(
+        "forget", parents=[common], help="delete everything stored for a user/tenant/session"
+    )
+    cmd_forget.add_scope_arguments(p)
+    p.add_argument("--all", action="store_true", help="with no scope: delete everything")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(run=cmd_forget.run)
 
     if _demo_available():
         p = commands.add_parser("demo", parents=[common], help="the guided offline demo")

@@ -37,8 +37,27 @@ def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from offprompt.cli.cmd_forget import scope_from_args
+
+    scope = scope_from_args(args, with_session=False)
     with ctx.store(create=False) as store:
-        stored = read_session(ctx, store, args.session)
+        view = store.scoped(scope) if store is not None and scope is not None else store
+        stored = read_session(ctx, view, args.session)
+        if getattr(args, "trace", False):
+            from offprompt.trace import read_trace
+
+            events = read_trace(view, args.session)
+            ctx.out.print(f"trace of session {args.session} ({len(events)} events)", markup=False)
+            for event in events:
+                ctx.out.print(f"  {event.describe()}", markup=False, soft_wrap=True)
+                for item in event.dropped:
+                    ctx.out.print(f"    dropped: {item}", markup=False, soft_wrap=True)
+            if not events:
+                ctx.out.print(
+                    "  no trace recorded (ConversationMemory(..., persist_trace=True) keeps one)",
+                    markup=False,
+                )
+            return 0
     refs = message_references(item.message for item in stored)
     infos = namespace_infos(ctx, {ref.namespace for ref in refs})
     title = f"offprompt session {args.session}"

@@ -14,20 +14,33 @@ import asyncio
 import bisect
 import logging
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
+from offprompt.retention import RetentionPolicy, keep_from
+from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import (
     ConversationStore,
     IndexEntry,
+    ScopedStore,
     SessionVersion,
     StoredMessage,
     validate_session_id,
 )
 from offprompt.tokens import Tokenizer
+from offprompt.trace import (
+    InMemoryTracer,
+    MultiTracer,
+    StoreTracer,
+    TraceEvent,
+    Tracer,
+    emit_safely,
+    scope_fields,
+)
 
 __all__ = ["ConversationMemory", "Run", "Window", "group_runs"]
 
@@ -179,6 +192,17 @@ class ConversationMemory:
         max_runs: Keep at most this many runs: after each add, the oldest runs beyond
             the limit are **deleted from the store** (the preamble before the first user
             message is kept). ``None`` keeps everything.
+        scope: Tenant / user / agent / run the session belongs to
+            (:class:`~offprompt.scope.Scope`). The store keeps each scope's sessions in
+            their own partition and filters every read by it; ``store`` is then a
+            :class:`~offprompt.stores.ScopedStore` view. ``None``: the unscoped partition.
+        retention: A :class:`~offprompt.retention.RetentionPolicy` bounding the stored
+            history (oldest whole runs go first); applied after every add when its
+            ``on_write`` is true, and by :meth:`prune`.
+        tracer: Receives a :class:`~offprompt.trace.TraceEvent` per write, eviction and
+            window; an :class:`~offprompt.trace.InMemoryTracer` (256 events) by default.
+        persist_trace: Also keep the session's newest 200 events in the store state,
+            for ``offprompt show SESSION --trace``.
 
     Example:
         >>> memory = ConversationMemory()
@@ -194,7 +218,15 @@ class ConversationMemory:
         *,
         tokenizer: Tokenizer | None = None,
         max_runs: int | None = None,
+        scope: Scope | None = None,
+        retention: RetentionPolicy | None = None,
+        tracer: Tracer | None = None,
+        persist_trace: bool = False,
     ) -> None:
+        if retention is not None and not isinstance(retention, RetentionPolicy):
+            raise ValidationError(
+                f"retention must be a RetentionPolicy, got {type(retention).__name__}"
+            )
         if max_runs is not None and (
             isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
         ):
@@ -207,12 +239,23 @@ class ConversationMemory:
             from offprompt.tokens import default_tokenizer
 
             tokenizer = default_tokenizer()
-        self.store = store
         self.session_id = validate_session_id(session_id)
+        self.scope: Scope | None = None
+        if scope is not None:
+            self.scope = as_scope(scope).with_session(self.session_id)
+            store = ScopedStore(store, self.scope)
+        elif isinstance(store, ScopedStore):
+            self.scope = store.scope.with_session(self.session_id)
+        self.store = store
         self.tokenizer = tokenizer
         self.max_runs = max_runs
+        self.retention = retention
+        self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
+        if persist_trace:
+            self.tracer = MultiTracer([self.tracer, StoreTracer(store)])
         self._lock = threading.RLock()
         self._overflow_logged = False
+        self._drop_logged = False
         self._reset_cache()
 
     def __repr__(self) -> str:
@@ -226,6 +269,7 @@ class ConversationMemory:
         self._run_pos: list[int] = []  # positions of user messages (run starts)
         self._run_prefix: list[int] = []  # _prefix at each run start, for bisect
         self._pinned_pos: list[int] = []  # system messages before the first run
+        self._times: list[float | None] = []  # append time per position (retention)
 
     def _extend(self, entries: Iterable[IndexEntry]) -> None:
         seqs, prefix = self._seqs, self._prefix
@@ -237,6 +281,7 @@ class ConversationMemory:
             position = len(seqs)
             seqs.append(entry.seq)
             prefix.append(prefix[-1] + entry.tokens)
+            self._times.append(entry.appended_at)
             if entry.role == "user":
                 self._run_pos.append(position)
                 self._run_prefix.append(prefix[position])
@@ -277,23 +322,86 @@ class ConversationMemory:
         counts = [self.tokenizer.count_message(m) for m in items]
         with self._lock:
             seqs = self.store.append(self.session_id, items, counts)
+            now = time.time()
             cached = self._version
             if cached is not None and seqs and seqs[0] == cached.next_seq:
                 self._extend(
-                    IndexEntry(s, c, m.role) for s, c, m in zip(seqs, counts, items, strict=True)
+                    IndexEntry(s, c, m.role, now)
+                    for s, c, m in zip(seqs, counts, items, strict=True)
                 )
                 self._version = SessionVersion(seqs[-1] + 1, cached.epoch)
+            self._emit(
+                "write",
+                tokens=sum(counts),
+                included=[
+                    {"seq": s, "role": m.role, "tokens": c}
+                    for s, c, m in zip(seqs, counts, items, strict=True)
+                ],
+            )
             if self.max_runs is not None:
                 self._evict(self.max_runs)
+            if self.retention is not None and self.retention.on_write:
+                self._prune(self.retention, None)
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        emit_safely(
+            self.tracer,
+            TraceEvent(kind, session_id=self.session_id, scope=scope_fields(self.scope), **fields),
+        )
+
+    def _drop_runs(self, first_kept: int, reason: str) -> int:
+        """Delete runs before index ``first_kept`` (caller holds the lock and synced)."""
+        if first_kept <= 0 or not self._run_pos:
+            return 0
+        start_pos = self._run_pos[0]
+        end_pos = self._run_pos[first_kept] if first_kept < len(self._run_pos) else len(self._seqs)
+        start = self._seqs[start_pos]
+        end = self._seqs[end_pos] if end_pos < len(self._seqs) else None
+        tokens = self._prefix[end_pos] - self._prefix[start_pos]
+        deleted = self.store.delete_range(self.session_id, start, end)
+        self._emit(
+            "evict",
+            tokens=tokens,
+            dropped=[
+                {"seqs": [start, self._seqs[end_pos - 1]], "count": deleted, "reason": reason}
+            ],
+            detail={"runs": first_kept},
+        )
+        self._sync()
+        return deleted
 
     def _evict(self, max_runs: int) -> None:
         self._sync()
         excess = len(self._run_pos) - max_runs
         if excess > 0:
-            start = self._seqs[self._run_pos[0]]
-            end = self._seqs[self._run_pos[excess]]
-            self.store.delete_range(self.session_id, start, end)
-            self._sync()
+            self._drop_runs(excess, "max_runs")
+
+    def _prune(self, policy: RetentionPolicy, now: float | None) -> int:
+        self._sync()
+        first = keep_from(
+            self._run_pos, self._run_prefix, self._prefix[-1], self._times, policy, now
+        )
+        return self._drop_runs(first, "retention")
+
+    def prune(self, policy: RetentionPolicy | None = None, *, now: float | None = None) -> int:
+        """Apply ``policy`` (default: this memory's ``retention``); return messages deleted.
+
+        The oldest whole runs beyond the policy's bounds are deleted from the store; the
+        preamble (system prompts) stays.
+
+        Raises:
+            ValidationError: No policy given and the memory has none.
+        """
+        policy = policy or self.retention
+        if policy is None:
+            raise ValidationError("prune needs a RetentionPolicy (none given, none configured)")
+        with self._lock:
+            return self._prune(policy, now)
+
+    async def aprune(
+        self, policy: RetentionPolicy | None = None, *, now: float | None = None
+    ) -> int:
+        return await asyncio.to_thread(self.prune, policy, now=now)
 
     def clear(self) -> None:
         """Delete the session's messages and state from the store."""
@@ -396,6 +504,7 @@ class ConversationMemory:
             ]
         if overflow and not self._overflow_logged:
             self._overflow_logged = True
+            self._drop_logged = True
             logger.warning(
                 "session %r: not even the newest run fits in %d tokens; the window holds "
                 "the system message(s) and the newest user message only (Window.overflow)",
@@ -403,12 +512,69 @@ class ConversationMemory:
                 budget,
             )
         used = sum(s.tokens for s in pinned) + sum(s.tokens for s in body)
-        return Window(
+        dropped = len(seqs) - len(pinned) - len(body)
+        if dropped and not self._drop_logged:
+            self._drop_logged = True
+            logger.warning(
+                "session %r: the window left out %d older message(s) to fit %d tokens "
+                "(logged once per session; see Window.dropped and the trace)",
+                self.session_id,
+                dropped,
+                budget,
+            )
+        window = Window(
             [s.message for s in pinned] + [m for m, _ in extra] + [s.message for s in body],
             tokens=used + sum(t for _, t in extra),
             budget=budget,
-            dropped=len(seqs) - len(pinned) - len(body),
+            dropped=dropped,
             overflow=overflow,
+        )
+        self._trace_window(window, pinned, body, extra, first_run)
+        return window
+
+    def _trace_window(
+        self,
+        window: Window,
+        pinned: list[StoredMessage],
+        body: list[StoredMessage],
+        extra: list[tuple[Message, int]],
+        first_run: int,
+    ) -> None:
+        included: list[dict[str, Any]] = [
+            {"seq": s.seq, "role": s.message.role, "tokens": s.tokens} for s in pinned
+        ]
+        included += [{"role": m.role, "tokens": t, "kind": "summary"} for m, t in extra]
+        included += [{"seq": s.seq, "role": s.message.role, "tokens": s.tokens} for s in body]
+        dropped: list[dict[str, Any]] = []
+        summarized = 0
+        if first_run and self._run_pos:
+            # Runs folded into the summary: represented by it, not dropped for budget.
+            start = self._run_pos[0]
+            end = self._run_pos[first_run] if first_run < len(self._run_pos) else len(self._seqs)
+            summarized = end - start
+            dropped.append(
+                {
+                    "seqs": [self._seqs[start], self._seqs[end - 1]],
+                    "count": summarized,
+                    "reason": "summarized",
+                }
+            )
+        # O(1): a window never walks the history, so neither does its trace.
+        budget_dropped = window.dropped - summarized
+        if budget_dropped > 0:
+            dropped.append(
+                {
+                    "count": budget_dropped,
+                    "before_seq": body[0].seq if body else None,
+                    "reason": "overflow" if window.overflow else "budget",
+                }
+            )
+        self._emit(
+            "window",
+            tokens=window.tokens,
+            included=included,
+            dropped=dropped,
+            detail={"budget": window.budget, "overflow": window.overflow},
         )
 
     # -- async twins -----------------------------------------------------------------

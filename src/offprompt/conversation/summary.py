@@ -22,9 +22,12 @@ from offprompt.conversation.memory import (
 )
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
+from offprompt.retention import RetentionPolicy
+from offprompt.scope import Scope
 from offprompt.stores.base import ConversationStore
 from offprompt.summarizers import ExtractiveSummarizer, Summarizer
 from offprompt.tokens import Tokenizer
+from offprompt.trace import Tracer
 
 __all__ = ["SUMMARY_STATE_KEY", "SummaryConversationMemory"]
 
@@ -51,6 +54,11 @@ class SummaryConversationMemory(ConversationMemory):
             (offline, deterministic) by default. LLM summarizers come with the adapters.
         offset: How many of the newest runs stay verbatim.
         tokenizer: As for :class:`ConversationMemory`.
+        scope: As for :class:`ConversationMemory`; the summary lives in the same partition.
+        retention: As for :class:`ConversationMemory` (raw runs are pruned; the summary
+            keeps what they said).
+        tracer: As for :class:`ConversationMemory`; also gets ``summary`` events.
+        persist_trace: As for :class:`ConversationMemory`.
 
     Example:
         >>> memory = SummaryConversationMemory(offset=1)
@@ -70,10 +78,22 @@ class SummaryConversationMemory(ConversationMemory):
         summarizer: Summarizer | None = None,
         offset: int = 2,
         tokenizer: Tokenizer | None = None,
+        scope: Scope | None = None,
+        retention: RetentionPolicy | None = None,
+        tracer: Tracer | None = None,
+        persist_trace: bool = False,
     ) -> None:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValidationError(f"offset must be a non-negative int, got {offset!r}")
-        super().__init__(store, session_id, tokenizer=tokenizer)
+        super().__init__(
+            store,
+            session_id,
+            tokenizer=tokenizer,
+            scope=scope,
+            retention=retention,
+            tracer=tracer,
+            persist_trace=persist_trace,
+        )
         self.offset = offset
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer(tokenizer=self.tokenizer)
         self._summary_message: tuple[str, Message, int] | None = None
@@ -126,6 +146,11 @@ class SummaryConversationMemory(ConversationMemory):
             )
             return False
         self.store.set_state(self.session_id, SUMMARY_STATE_KEY, {"text": text, "next_seq": until})
+        self._emit(
+            "summary",
+            tokens=self.tokenizer.count(text),
+            detail={"next_seq": until, "chars": len(text)},
+        )
         return True
 
     def update_summary(self) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -28,6 +28,9 @@ from pydantic import ValidationError as PydanticValidationError
 from offprompt._validation import deserialization_error, validation_error
 from offprompt.errors import DeserializationError, NamespaceError, NotFoundError, ValidationError
 from offprompt.steps import AsyncStateStore, StateStore
+
+if TYPE_CHECKING:
+    from offprompt.scope import Scope
 
 __all__ = ["PLAN_STATES", "TODO_STATES", "PlanMemory", "PlanState", "SubTask"]
 
@@ -210,6 +213,8 @@ class PlanMemory:
     Args:
         store: A conversation store with the state API (``InMemoryStore``,
             ``SQLiteStore`` ...). The conversation id is used as the store session.
+        scope: The :class:`~offprompt.scope.Scope` partition (tenant, user, agent, run)
+            the plans live in; reads and listings see only that partition.
 
     Example::
 
@@ -220,8 +225,13 @@ class PlanMemory:
         [t.sub_task_num for t in plans.get_todo_plans("c1")]   # [2]
     """
 
-    def __init__(self, store: StateStore) -> None:
+    def __init__(self, store: StateStore, *, scope: Scope | None = None) -> None:
+        if scope is not None:
+            from offprompt.stores.base import ScopedStore
+
+            store = cast(StateStore, ScopedStore(cast(Any, store), scope))
         self.store = store
+        self.scope = scope
 
     # -- writes ---------------------------------------------------------------------
     def batch_save(self, plans: Sequence[SubTask | Mapping[str, Any]]) -> None:

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
@@ -25,11 +25,16 @@ from offprompt._validation import ensure_json
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.messages import Message
 
+if TYPE_CHECKING:
+    from offprompt.scope import Scope
+
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "BaseStore",
     "ConversationStore",
+    "ForgetCounts",
     "IndexEntry",
+    "ScopedStore",
     "SessionInfo",
     "SessionVersion",
     "StoredMessage",
@@ -65,11 +70,13 @@ class SessionInfo:
         session_id: The session.
         message_count: Messages stored now.
         last_activity: When a message was last appended (UTC), ``None`` if unknown.
+        scope: The partition the session lives in (``None`` for the unscoped one).
     """
 
     session_id: str
     message_count: int
     last_activity: datetime | None
+    scope: Scope | None = None
 
 
 @dataclass(frozen=True)
@@ -80,11 +87,13 @@ class IndexEntry:
         seq: Sequence number.
         tokens: Stored token count.
         role: The message's role (runs start at ``user`` messages).
+        appended_at: When the message was stored (POSIX seconds), if the store knows.
     """
 
     seq: int
     tokens: int
     role: str
+    appended_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,39 @@ def validate_session_id(session_id: Any) -> str:
     return session_id
 
 
+def scope_key(scope: Scope | None) -> tuple[str, str, str, str]:
+    """The partition key of ``scope``: ``(tenant, user, agent, run)``, ``""`` for unset."""
+    from offprompt.scope import as_scope
+
+    return as_scope(scope).partition()
+
+
+def check_scope_session(session_id: str, scope: Scope | None) -> tuple[str, str, str, str]:
+    """Validate ``session_id`` against ``scope`` and return the partition key."""
+    from offprompt.scope import as_scope
+
+    validate_session_id(session_id)
+    resolved = as_scope(scope)
+    if resolved.session is not None and resolved.session != session_id:
+        raise NamespaceError(
+            f"scope.session {resolved.session!r} differs from session_id {session_id!r}",
+            session_id=session_id,
+        )
+    return resolved.partition()
+
+
+def check_selector(scope: Scope | None, *, all: bool = False) -> Scope:
+    """A scope used to select data for deletion: refuses the empty scope unless ``all``."""
+    from offprompt.scope import as_scope
+
+    resolved = as_scope(scope)
+    if resolved.is_empty and not all:
+        raise ValidationError(
+            "an empty scope selects everything stored; pass all=True to really delete it all"
+        )
+    return resolved
+
+
 def check_append(
     session_id: str, messages: Sequence[Message], tokens: Sequence[int]
 ) -> tuple[list[Message], list[int]]:
@@ -181,61 +223,85 @@ class ConversationStore(Protocol):
 
     Every method has an async twin with an ``a`` prefix that does not block the event
     loop. Unknown sessions read as empty; they are never an error.
+
+    Every per-session method takes a keyword-only ``scope``
+    (:class:`~offprompt.scope.Scope`): the scope's tenant, user, agent and run pick the
+    partition the session lives in, and the store filters by it itself (SQL ``WHERE``,
+    Qdrant payload filter). ``None`` is the unscoped partition. :meth:`sessions` takes
+    ``scope`` as a selector instead (every partition whose fields match).
     """
 
     def append(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]:
         """Append messages with their token counts in one transaction; return their seqs."""
         ...
 
     def read(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]:
         """Messages with ``start <= seq < end`` (open bounds when ``None``), by seq."""
         ...
 
-    def read_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]:
+    def read_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]:
         """Seq, tokens and role of messages with ``seq >= start``, without their bodies."""
         ...
 
-    def version(self, session_id: str) -> SessionVersion:
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
         """The session's fingerprint: changes whenever its messages change."""
         ...
 
-    def count(self, session_id: str) -> int:
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
         """Messages stored for the session."""
         ...
 
-    def sessions(self) -> list[SessionInfo]:
-        """Sessions that hold messages or state, sorted by id."""
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        """Sessions that hold messages or state, sorted by id; ``scope`` selects partitions."""
         ...
 
-    def delete_session(self, session_id: str) -> int:
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
         """Delete the session's messages and state; return the number of messages deleted."""
         ...
 
-    def delete_range(self, session_id: str, start: int | None, end: int | None) -> int:
+    def delete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int:
         """Delete messages with ``start <= seq < end``; return how many were deleted."""
         ...
 
-    def delete_before(self, session_id: str, seq: int) -> int:
+    def delete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
         """Delete messages with ``seq < seq``; return how many were deleted."""
         ...
 
-    def get_state(self, session_id: str, key: str) -> Any | None:
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         """The JSON value stored under ``key``, or ``None``."""
         ...
 
-    def set_state(self, session_id: str, key: str, value: Any) -> None:
+    def set_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None:
         """Store a JSON value under ``key`` (replacing any previous one)."""
         ...
 
-    def delete_state(self, session_id: str, key: str) -> None:
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
         """Remove ``key``; no error if it is absent."""
         ...
 
-    def state_keys(self, session_id: str, prefix: str = "") -> list[str]:
+    def state_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]:
         """Keys of the session's state that start with ``prefix``, sorted."""
         ...
 
@@ -244,38 +310,81 @@ class ConversationStore(Protocol):
         ...
 
     async def aappend(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]: ...
 
     async def aread(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]: ...
 
     async def aread_index(
-        self, session_id: str, *, start: int | None = None
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
     ) -> list[IndexEntry]: ...
 
-    async def aversion(self, session_id: str) -> SessionVersion: ...
+    async def aversion(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion: ...
 
-    async def acount(self, session_id: str) -> int: ...
+    async def acount(self, session_id: str, *, scope: Scope | None = None) -> int: ...
 
-    async def asessions(self) -> list[SessionInfo]: ...
+    async def asessions(self, *, scope: Scope | None = None) -> list[SessionInfo]: ...
 
-    async def adelete_session(self, session_id: str) -> int: ...
+    async def adelete_session(self, session_id: str, *, scope: Scope | None = None) -> int: ...
 
-    async def adelete_range(self, session_id: str, start: int | None, end: int | None) -> int: ...
+    async def adelete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int: ...
 
-    async def adelete_before(self, session_id: str, seq: int) -> int: ...
+    async def adelete_before(
+        self, session_id: str, seq: int, *, scope: Scope | None = None
+    ) -> int: ...
 
-    async def aget_state(self, session_id: str, key: str) -> Any | None: ...
+    async def aget_state(
+        self, session_id: str, key: str, *, scope: Scope | None = None
+    ) -> Any | None: ...
 
-    async def aset_state(self, session_id: str, key: str, value: Any) -> None: ...
+    async def aset_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None: ...
 
-    async def adelete_state(self, session_id: str, key: str) -> None: ...
+    async def adelete_state(
+        self, session_id: str, key: str, *, scope: Scope | None = None
+    ) -> None: ...
 
-    async def astate_keys(self, session_id: str, prefix: str = "") -> list[str]: ...
+    async def astate_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ForgetCounts:
+    """What :meth:`BaseStore.forget_scope` deleted.
+
+    Attributes:
+        messages: Message rows/points deleted.
+        state: State documents deleted (summaries, steps, plans, traces...).
+        sessions: Sessions that lost data.
+        blobs: Blobs (image bytes) deleted.
+    """
+
+    messages: int = 0
+    state: int = 0
+    sessions: int = 0
+    blobs: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.messages + self.state + self.blobs
 
 
 class BaseStore(ABC):
@@ -287,52 +396,96 @@ class BaseStore(ABC):
 
     @abstractmethod
     def append(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]: ...
 
     @abstractmethod
     def read(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]: ...
 
     @abstractmethod
-    def read_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]: ...
+    def read_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]: ...
 
     @abstractmethod
-    def version(self, session_id: str) -> SessionVersion: ...
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion: ...
 
     @abstractmethod
-    def count(self, session_id: str) -> int: ...
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int: ...
 
     @abstractmethod
-    def sessions(self) -> list[SessionInfo]: ...
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]: ...
 
     @abstractmethod
-    def delete_session(self, session_id: str) -> int: ...
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int: ...
 
     @abstractmethod
-    def delete_range(self, session_id: str, start: int | None, end: int | None) -> int: ...
+    def delete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int: ...
 
     @abstractmethod
-    def get_state(self, session_id: str, key: str) -> Any | None: ...
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None: ...
 
     @abstractmethod
-    def set_state(self, session_id: str, key: str, value: Any) -> None: ...
+    def set_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None: ...
 
     @abstractmethod
-    def delete_state(self, session_id: str, key: str) -> None: ...
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None: ...
 
     @abstractmethod
-    def state_keys(self, session_id: str, prefix: str = "") -> list[str]: ...
+    def state_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]: ...
+
+    @abstractmethod
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        """Delete messages, state and blobs of every partition ``scope`` selects.
+
+        ``scope`` is a selector: ``Scope(user="u1")`` deletes u1's data in every tenant;
+        ``scope.session`` restricts it to that session. The empty scope is refused
+        unless ``all=True``. Deleted bytes are overwritten on disk (SQLite
+        ``secure_delete``), not just unlinked.
+        """
+
+    def blob_count(self, *, scope: Scope | None = None) -> int:
+        """Blobs (deduplicated image bytes) stored in ``scope``'s partitions (selector)."""
+        return 0
 
     @abstractmethod
     def close(self) -> None: ...
 
-    def delete_before(self, session_id: str, seq: int) -> int:
+    def scoped(self, scope: Scope) -> ScopedStore:
+        """A view of this store that passes ``scope`` to every call.
+
+        Example:
+            >>> from offprompt.scope import Scope
+            >>> from offprompt.stores import InMemoryStore
+            >>> view = InMemoryStore().scoped(Scope(tenant="acme"))
+            >>> view.append("s", [Message.user("hi")], [1])
+            [0]
+        """
+        return ScopedStore(self, scope)
+
+    def delete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
         """Delete messages with a sequence number below ``seq`` (used by ``max_runs``)."""
         if isinstance(seq, bool) or not isinstance(seq, int):
             raise ValidationError(f"seq must be an int, got {seq!r}")
-        return self.delete_range(session_id, None, seq)
+        return self.delete_range(session_id, None, seq, scope=scope)
 
     def __enter__(self) -> Self:
         return self
@@ -341,47 +494,187 @@ class BaseStore(ABC):
         self.close()
 
     async def aappend(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]:
-        return await asyncio.to_thread(self.append, session_id, messages, tokens)
+        return await asyncio.to_thread(self.append, session_id, messages, tokens, scope=scope)
 
     async def aread(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]:
-        return await asyncio.to_thread(self.read, session_id, start=start, end=end)
+        return await asyncio.to_thread(self.read, session_id, start=start, end=end, scope=scope)
 
-    async def aread_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]:
-        return await asyncio.to_thread(self.read_index, session_id, start=start)
+    async def aread_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]:
+        return await asyncio.to_thread(self.read_index, session_id, start=start, scope=scope)
 
-    async def aversion(self, session_id: str) -> SessionVersion:
-        return await asyncio.to_thread(self.version, session_id)
+    async def aversion(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
+        return await asyncio.to_thread(self.version, session_id, scope=scope)
 
-    async def acount(self, session_id: str) -> int:
-        return await asyncio.to_thread(self.count, session_id)
+    async def acount(self, session_id: str, *, scope: Scope | None = None) -> int:
+        return await asyncio.to_thread(self.count, session_id, scope=scope)
 
-    async def asessions(self) -> list[SessionInfo]:
-        return await asyncio.to_thread(self.sessions)
+    async def asessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        return await asyncio.to_thread(self.sessions, scope=scope)
 
-    async def adelete_session(self, session_id: str) -> int:
-        return await asyncio.to_thread(self.delete_session, session_id)
+    async def adelete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        return await asyncio.to_thread(self.delete_session, session_id, scope=scope)
 
-    async def adelete_range(self, session_id: str, start: int | None, end: int | None) -> int:
-        return await asyncio.to_thread(self.delete_range, session_id, start, end)
+    async def adelete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int:
+        return await asyncio.to_thread(self.delete_range, session_id, start, end, scope=scope)
 
-    async def adelete_before(self, session_id: str, seq: int) -> int:
-        return await asyncio.to_thread(self.delete_before, session_id, seq)
+    async def adelete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
+        return await asyncio.to_thread(self.delete_before, session_id, seq, scope=scope)
 
-    async def aget_state(self, session_id: str, key: str) -> Any | None:
-        return await asyncio.to_thread(self.get_state, session_id, key)
+    async def aget_state(
+        self, session_id: str, key: str, *, scope: Scope | None = None
+    ) -> Any | None:
+        return await asyncio.to_thread(self.get_state, session_id, key, scope=scope)
 
-    async def aset_state(self, session_id: str, key: str, value: Any) -> None:
-        await asyncio.to_thread(self.set_state, session_id, key, value)
+    async def aset_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None:
+        await asyncio.to_thread(self.set_state, session_id, key, value, scope=scope)
 
-    async def adelete_state(self, session_id: str, key: str) -> None:
-        await asyncio.to_thread(self.delete_state, session_id, key)
+    async def adelete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
+        await asyncio.to_thread(self.delete_state, session_id, key, scope=scope)
 
-    async def astate_keys(self, session_id: str, prefix: str = "") -> list[str]:
-        return await asyncio.to_thread(self.state_keys, session_id, prefix)
+    async def astate_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]:
+        return await asyncio.to_thread(self.state_keys, session_id, prefix, scope=scope)
+
+    async def aforget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        return await asyncio.to_thread(self.forget_scope, scope, all=all)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+
+class ScopedStore(BaseStore):
+    """A :class:`ConversationStore` view that passes one fixed scope to every call.
+
+    Hand it to anything that takes a store (``ConversationMemory``, ``PlanMemory``,
+    ``AgentMemory.save``) to put all of its data in the scope's partition. An explicit
+    ``scope=`` different from the view's is refused. ``sessions()`` lists only sessions
+    the view's scope selects.
+
+    Attributes:
+        inner: The wrapped store.
+        scope: The scope passed to every call.
+    """
+
+    def __init__(self, inner: ConversationStore, scope: Scope) -> None:
+        from offprompt.scope import as_scope
+
+        self.inner = inner
+        self.scope = as_scope(scope)
+
+    def __repr__(self) -> str:
+        return f"ScopedStore({self.inner!r}, scope={str(self.scope)!r})"
+
+    def _s(self, scope: Scope | None) -> Scope:
+        if scope is not None and scope != self.scope:
+            raise NamespaceError(
+                f"this store view is scoped to {self.scope}; got a call for {scope}"
+            )
+        return self.scope
+
+    def append(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
+    ) -> list[int]:
+        return self.inner.append(session_id, messages, tokens, scope=self._s(scope))
+
+    def read(
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
+    ) -> list[StoredMessage]:
+        return self.inner.read(session_id, start=start, end=end, scope=self._s(scope))
+
+    def read_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]:
+        return self.inner.read_index(session_id, start=start, scope=self._s(scope))
+
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
+        return self.inner.version(session_id, scope=self._s(scope))
+
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
+        return self.inner.count(session_id, scope=self._s(scope))
+
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        return self.inner.sessions(scope=self._s(scope))
+
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        return self.inner.delete_session(session_id, scope=self._s(scope))
+
+    def delete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int:
+        return self.inner.delete_range(session_id, start, end, scope=self._s(scope))
+
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
+        return self.inner.get_state(session_id, key, scope=self._s(scope))
+
+    def set_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None:
+        self.inner.set_state(session_id, key, value, scope=self._s(scope))
+
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
+        self.inner.delete_state(session_id, key, scope=self._s(scope))
+
+    def state_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]:
+        return self.inner.state_keys(session_id, prefix, scope=self._s(scope))
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        """Forget ``scope`` narrowed to this view's scope (never reaches outside it)."""
+        from offprompt.scope import Scope as _Scope
+        from offprompt.scope import as_scope
+
+        if not isinstance(self.inner, BaseStore):
+            raise ValidationError(f"{self.inner!r} cannot forget by scope")
+        given = as_scope(scope).fields()
+        mine = self.scope.fields()
+        clash = [f for f in given if f in mine and given[f] != mine[f]]
+        if clash:
+            raise NamespaceError(f"scope {scope} lies outside this view's scope {self.scope}")
+        return self.inner.forget_scope(_Scope(**{**mine, **given}), all=all)
+
+    def blob_count(self, *, scope: Scope | None = None) -> int:
+        if not isinstance(self.inner, BaseStore):
+            return 0
+        return self.inner.blob_count(scope=self._s(scope))
+
+    def checkpoint(self) -> None:
+        """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing."""
+        inner = getattr(self.inner, "checkpoint", None)
+        if callable(inner):
+            inner()
+
+    def close(self) -> None:
+        """Close the wrapped store (a view is the store, seen through a scope)."""
+        self.inner.close()

@@ -5,24 +5,32 @@ from __future__ import annotations
 import bisect
 import json
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offprompt.messages import Message
 from offprompt.stores.base import (
     BaseStore,
+    ForgetCounts,
     IndexEntry,
     SessionInfo,
     SessionVersion,
     StoredMessage,
     check_append,
     check_range,
+    check_scope_session,
+    check_selector,
     check_state,
     encode_state,
-    validate_session_id,
 )
+
+if TYPE_CHECKING:
+    from offprompt.scope import Scope
+
+_Key = tuple[tuple[str, str, str, str], str]
 
 __all__ = ["InMemoryStore"]
 
@@ -32,6 +40,7 @@ class _Session:
     seqs: list[int] = field(default_factory=list)
     rows: list[StoredMessage] = field(default_factory=list)
     roles: list[str] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
     next_seq: int = 0
     epoch: int = 0
     last_activity: datetime | None = None
@@ -60,18 +69,29 @@ class InMemoryStore(BaseStore):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sessions: dict[str, _Session] = {}
+        # Keyed by (scope partition, session id): partitions never share a session.
+        self._sessions: dict[_Key, _Session] = {}
         self._closed = False
 
     def __repr__(self) -> str:
         return f"InMemoryStore(sessions={len(self._sessions)})"
 
+    def _get(self, session_id: str, scope: Scope | None) -> _Session | None:
+        return self._sessions.get((check_scope_session(session_id, scope), session_id))
+
     def append(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]:
+        part = check_scope_session(session_id, scope)
         items, counts = check_append(session_id, messages, tokens)
+        now = time.time()
         with self._lock:
-            session = self._sessions.setdefault(session_id, _Session())
+            session = self._sessions.setdefault((part, session_id), _Session())
             first = session.next_seq
             seqs = list(range(first, first + len(items)))
             session.seqs.extend(seqs)
@@ -80,109 +100,154 @@ class InMemoryStore(BaseStore):
                 for seq, message, count in zip(seqs, items, counts, strict=True)
             )
             session.roles.extend(message.role for message in items)
+            session.times.extend(now for _ in items)
             session.next_seq += len(items)
             if items:
                 session.last_activity = datetime.now(timezone.utc)
             return seqs
 
     def read(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]:
-        validate_session_id(session_id)
         check_range(start, end)
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             if session is None:
                 return []
             lo, hi = session.bounds(start, end)
             return session.rows[lo:hi]
 
-    def read_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]:
-        validate_session_id(session_id)
+    def read_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]:
         check_range(start, None)
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             if session is None:
                 return []
             lo, hi = session.bounds(start, None)
             return [
-                IndexEntry(row.seq, row.tokens, role)
-                for row, role in zip(session.rows[lo:hi], session.roles[lo:hi], strict=True)
+                IndexEntry(row.seq, row.tokens, role, at)
+                for row, role, at in zip(
+                    session.rows[lo:hi], session.roles[lo:hi], session.times[lo:hi], strict=True
+                )
             ]
 
-    def version(self, session_id: str) -> SessionVersion:
-        validate_session_id(session_id)
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             if session is None:
                 return SessionVersion(0, 0)
             return SessionVersion(session.next_seq, session.epoch)
 
-    def count(self, session_id: str) -> int:
-        validate_session_id(session_id)
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             return 0 if session is None else len(session.seqs)
 
-    def sessions(self) -> list[SessionInfo]:
+    def _selected(self, scope: Scope | None) -> list[_Key]:
+        from offprompt.scope import PARTITION_FIELDS, as_scope
+
+        fields = as_scope(scope).fields()
+        want = [(PARTITION_FIELDS.index(f), v) for f, v in fields.items() if f in PARTITION_FIELDS]
+        session = fields.get("session")
+        return [
+            key
+            for key in self._sessions
+            if all(key[0][i] == v for i, v in want) and (session is None or key[1] == session)
+        ]
+
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        from offprompt.scope import Scope as _Scope
+
         with self._lock:
+            keys = self._selected(scope)
             return [
-                SessionInfo(sid, len(s.seqs), s.last_activity)
-                for sid, s in sorted(self._sessions.items())
+                SessionInfo(
+                    sid,
+                    len(s.seqs),
+                    s.last_activity,
+                    _Scope.from_partition(part, sid) if any(part) else None,
+                )
+                for (part, sid), s in sorted(
+                    ((k, self._sessions[k]) for k in keys), key=lambda kv: (kv[0][1], kv[0][0])
+                )
                 if s.seqs or s.state
             ]
 
-    def delete_session(self, session_id: str) -> int:
-        validate_session_id(session_id)
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        part = check_scope_session(session_id, scope)
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._sessions.get((part, session_id))
             if session is None:
                 return 0
             deleted = len(session.seqs)
             # Keep the counters: seqs are never reused, so cached readers notice.
-            self._sessions[session_id] = _Session(
+            self._sessions[(part, session_id)] = _Session(
                 next_seq=session.next_seq, epoch=session.epoch + 1
             )
             return deleted
 
-    def delete_range(self, session_id: str, start: int | None, end: int | None) -> int:
-        validate_session_id(session_id)
+    def delete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int:
         check_range(start, end)
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             if session is None:
                 return 0
             lo, hi = session.bounds(start, end)
             if hi == lo:
                 return 0
             del session.seqs[lo:hi], session.rows[lo:hi], session.roles[lo:hi]
+            del session.times[lo:hi]
             session.epoch += 1
             return hi - lo
 
-    def get_state(self, session_id: str, key: str) -> Any | None:
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        selected = check_selector(scope, all=all)
+        messages = state = sessions = 0
+        with self._lock:
+            for key in self._selected(selected):
+                session = self._sessions.pop(key)
+                messages += len(session.seqs)
+                state += len(session.state)
+                sessions += 1 if session.seqs or session.state else 0
+        return ForgetCounts(messages, state, sessions, 0)
+
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         check_state(session_id, key)
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             text = None if session is None else session.state.get(key)
         return None if text is None else json.loads(text)
 
-    def set_state(self, session_id: str, key: str, value: Any) -> None:
+    def set_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None:
+        part = check_scope_session(session_id, scope)
         check_state(session_id, key)
         text = encode_state(value)
         with self._lock:
-            self._sessions.setdefault(session_id, _Session()).state[key] = text
+            self._sessions.setdefault((part, session_id), _Session()).state[key] = text
 
-    def delete_state(self, session_id: str, key: str) -> None:
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
         check_state(session_id, key)
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             if session is not None:
                 session.state.pop(key, None)
 
-    def state_keys(self, session_id: str, prefix: str = "") -> list[str]:
-        validate_session_id(session_id)
+    def state_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]:
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._get(session_id, scope)
             keys = [] if session is None else list(session.state)
         return sorted(k for k in keys if k.startswith(prefix))
 

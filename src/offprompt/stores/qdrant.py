@@ -6,6 +6,14 @@ appended_at, body`` (the message as JSON text, so it round-trips byte for byte).
 Payload indexes on ``session`` (keyword), ``seq`` (integer) and ``kind`` (keyword) let
 a Qdrant server filter and order without scanning; reads order by ``seq``.
 
+Scopes: a point of a scoped partition (:class:`~offprompt.scope.Scope`) also carries
+``partition`` (its canonical key) and the set fields ``tenant``, ``user``, ``agent``,
+``run`` (all keyword-indexed); its id includes the partition. Every read filters on
+``partition`` (the unscoped partition: ``partition`` is empty), so partitions never see
+each other's points; ``forget`` selects by the individual fields. Images in messages
+are ``kind="blob"`` points, one per partition and content hash, referenced from the
+messages' ``blobs`` payload list.
+
 Sequence numbers across machines: each session has one counter point
 (``kind="counter"``: ``next_seq``, ``epoch``, ``claim``). A writer reserves ``n`` seqs by
 compare-and-swap: it upserts the counter with ``next_seq + n`` and a fresh random
@@ -20,6 +28,7 @@ serialises calls (qdrant-client's local mode is not thread-safe).
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import threading
@@ -32,22 +41,30 @@ from typing import TYPE_CHECKING, Any
 
 from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.messages import Message
+from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores.base import (
     BaseStore,
+    ForgetCounts,
     IndexEntry,
     SessionInfo,
     SessionVersion,
     StoredMessage,
     check_append,
     check_range,
+    check_scope_session,
+    check_selector,
     check_state,
     encode_state,
-    validate_session_id,
 )
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
     from qdrant_client.http import models as qm
+
+    from offprompt.scope import Scope
+
+Part = tuple[str, str, str, str]
+_SCOPE_KEYS = ("tenant", "user", "agent", "run")
 
 __all__ = ["QdrantStore"]
 
@@ -59,6 +76,23 @@ _CAS_ATTEMPTS = 200
 
 def _point_id(*parts: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, "\x00".join(parts)))
+
+
+def _pid(part: Part, *parts: str) -> str:
+    """Point id in a partition; the unscoped partition keeps the original ids."""
+    return _point_id(*parts) if not any(part) else _point_id(*parts, "\x01", *part)
+
+
+def _partition_key(part: Part) -> str:
+    return json.dumps(list(part), ensure_ascii=False)
+
+
+def _scope_payload(part: Part) -> dict[str, Any]:
+    if not any(part):
+        return {}
+    payload: dict[str, Any] = {"partition": _partition_key(part)}
+    payload.update({k: v for k, v in zip(_SCOPE_KEYS, part, strict=True) if v})
+    return payload
 
 
 class QdrantStore(BaseStore):
@@ -165,25 +199,62 @@ class QdrantStore(BaseStore):
                     ("session", qm.PayloadSchemaType.KEYWORD),
                     ("kind", qm.PayloadSchemaType.KEYWORD),
                     ("seq", qm.PayloadSchemaType.INTEGER),
+                    ("partition", qm.PayloadSchemaType.KEYWORD),
+                    ("tenant", qm.PayloadSchemaType.KEYWORD),
+                    ("user", qm.PayloadSchemaType.KEYWORD),
+                    ("agent", qm.PayloadSchemaType.KEYWORD),
+                    ("run", qm.PayloadSchemaType.KEYWORD),
+                    ("blobs", qm.PayloadSchemaType.KEYWORD),
                 ):
                     self.client.create_payload_index(self.collection, field, schema)
 
     # -- filters ---------------------------------------------------------------------
     @staticmethod
     def _filter(
-        kind: str, session_id: str | None = None, start: int | None = None, end: int | None = None
+        kind: str,
+        session_id: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        *,
+        part: Part | None = ("", "", "", ""),
     ) -> qm.Filter:
+        """Points of ``kind`` in exactly partition ``part`` (``None``: any partition)."""
         from qdrant_client.http import models as qm
 
         must: list[Any] = [qm.FieldCondition(key="kind", match=qm.MatchValue(value=kind))]
+        if part is not None:
+            if any(part):
+                must.append(
+                    qm.FieldCondition(
+                        key="partition", match=qm.MatchValue(value=_partition_key(part))
+                    )
+                )
+            else:
+                must.append(qm.IsEmptyCondition(is_empty=qm.PayloadField(key="partition")))
         if session_id is not None:
             must.append(qm.FieldCondition(key="session", match=qm.MatchValue(value=session_id)))
         if start is not None or end is not None:
             must.append(qm.FieldCondition(key="seq", range=qm.Range(gte=start, lt=end)))
         return qm.Filter(must=must)
 
+    @staticmethod
+    def _selector(kind: str, scope: Scope) -> qm.Filter:
+        """Points of ``kind`` in every partition ``scope`` selects."""
+        from qdrant_client.http import models as qm
+
+        must: list[Any] = [qm.FieldCondition(key="kind", match=qm.MatchValue(value=kind))]
+        for field, value in scope.fields().items():
+            key = "session" if field == "session" else field
+            must.append(qm.FieldCondition(key=key, match=qm.MatchValue(value=value)))
+        return qm.Filter(must=must)
+
     def _scan(
-        self, session_id: str, start: int | None, end: int | None, fields: list[str]
+        self,
+        session_id: str,
+        start: int | None,
+        end: int | None,
+        fields: list[str],
+        part: Part = ("", "", "", ""),
     ) -> list[dict[str, Any]]:
         """Message payloads with ``start <= seq < end``, ordered by seq, page by page."""
         from qdrant_client.http import models as qm
@@ -194,7 +265,7 @@ class QdrantStore(BaseStore):
             with self._lock:
                 points, _ = self.client.scroll(
                     self.collection,
-                    scroll_filter=self._filter("message", session_id, cursor, end),
+                    scroll_filter=self._filter("message", session_id, cursor, end, part=part),
                     order_by=qm.OrderBy(key="seq", direction=qm.Direction.ASC),
                     limit=_PAGE,
                     with_payload=fields,
@@ -205,23 +276,25 @@ class QdrantStore(BaseStore):
                 return out
             cursor = int(out[-1]["seq"]) + 1
 
-    def _counter(self, session_id: str) -> dict[str, Any] | None:
+    def _counter(self, session_id: str, part: Part = ("", "", "", "")) -> dict[str, Any] | None:
         with self._lock:
-            found = self.client.retrieve(self.collection, [_point_id("counter", session_id)])
+            found = self.client.retrieve(self.collection, [_pid(part, "counter", session_id)])
         return dict(found[0].payload or {}) if found else None
 
-    def _bump(self, session_id: str, reserve: int, deletions: int) -> int:
+    def _bump(
+        self, session_id: str, reserve: int, deletions: int, part: Part = ("", "", "", "")
+    ) -> int:
         """Reserve ``reserve`` seqs and add ``deletions`` to the epoch by compare-and-swap.
 
         Returns the first reserved seq.
         """
         from qdrant_client.http import models as qm
 
-        counter_id = _point_id("counter", session_id)
+        counter_id = _pid(part, "counter", session_id)
         for attempt in range(_CAS_ATTEMPTS):
             claim = uuid.uuid4().hex
             with self._lock:
-                current = self._counter(session_id)
+                current = self._counter(session_id, part)
                 first = int(current["next_seq"]) if current else 0
                 payload = {
                     "kind": "counter",
@@ -232,6 +305,7 @@ class QdrantStore(BaseStore):
                     "last_activity": time.time()
                     if reserve
                     else (current or {}).get("last_activity"),
+                    **_scope_payload(part),
                 }
                 point = qm.PointStruct(id=counter_id, vector={}, payload=payload)
                 if current is None:
@@ -250,7 +324,7 @@ class QdrantStore(BaseStore):
                             ]
                         ),
                     )
-                after = self._counter(session_id)
+                after = self._counter(session_id, part)
             if after is not None and after.get("claim") == claim:
                 return first
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 50)))
@@ -262,20 +336,44 @@ class QdrantStore(BaseStore):
 
     # -- messages --------------------------------------------------------------------
     def append(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]:
         from qdrant_client.http import models as qm
 
+        part = check_scope_session(session_id, scope)
         items, counts = check_append(session_id, messages, tokens)
         if not items:
             return []
-        bodies = [m.model_dump_json() for m in items]
+        encoded = [externalize(m) for m in items]
         now = time.time()
-        first = self._bump(session_id, len(items), 0)
+        extra = _scope_payload(part)
+        blobs = {k: v for _, found in encoded for k, v in found.items()}
+        if blobs:
+            blob_points = [
+                qm.PointStruct(
+                    id=_pid(part, "blob", key),
+                    vector={},
+                    payload={
+                        "kind": "blob",
+                        "key": key,
+                        "data": base64.b64encode(data).decode("ascii"),
+                        **extra,
+                    },
+                )
+                for key, data in blobs.items()
+            ]
+            with self._lock:
+                self.client.upsert(self.collection, blob_points, wait=True)
+        first = self._bump(session_id, len(items), 0, part)
         seqs = list(range(first, first + len(items)))
         points = [
             qm.PointStruct(
-                id=_point_id("message", session_id, str(seq)),
+                id=_pid(part, "message", session_id, str(seq)),
                 vector={},
                 payload={
                     "kind": "message",
@@ -285,170 +383,290 @@ class QdrantStore(BaseStore):
                     "tokens": count,
                     "appended_at": now,
                     "body": body,
+                    **({"blobs": sorted(found)} if found else {}),
+                    **extra,
                 },
             )
-            for seq, m, count, body in zip(seqs, items, counts, bodies, strict=True)
+            for seq, m, count, (body, found) in zip(seqs, items, counts, encoded, strict=True)
         ]
         with self._lock:
             for i in range(0, len(points), _PAGE):
                 self.client.upsert(self.collection, points[i : i + _PAGE], wait=True)
         return seqs
 
+    def _fetch_blobs(self, part: Part, keys: list[str]) -> dict[str, bytes]:
+        with self._lock:
+            found = self.client.retrieve(
+                self.collection, [_pid(part, "blob", k) for k in keys], with_payload=True
+            )
+        return {
+            str(p.payload["key"]): base64.b64decode(p.payload["data"])
+            for p in found
+            if p.payload and p.payload.get("kind") == "blob"
+        }
+
     def read(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]:
-        validate_session_id(session_id)
+        part = check_scope_session(session_id, scope)
         check_range(start, end)
+        payloads = self._scan(session_id, start, end, ["seq", "tokens", "body"], part)
+        messages = decode_cached(
+            [str(p["body"]) for p in payloads], lambda keys: self._fetch_blobs(part, keys)
+        )
         return [
-            StoredMessage(session_id, int(p["seq"]), Message.from_json(p["body"]), int(p["tokens"]))
-            for p in self._scan(session_id, start, end, ["seq", "tokens", "body"])
+            StoredMessage(session_id, int(p["seq"]), message, int(p["tokens"]))
+            for p, message in zip(payloads, messages, strict=True)
         ]
 
-    def read_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]:
-        validate_session_id(session_id)
+    def read_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]:
+        part = check_scope_session(session_id, scope)
         check_range(start, None)
         return [
-            IndexEntry(int(p["seq"]), int(p["tokens"]), str(p["role"]))
-            for p in self._scan(session_id, start, None, ["seq", "tokens", "role"])
+            IndexEntry(int(p["seq"]), int(p["tokens"]), str(p["role"]), p.get("appended_at"))
+            for p in self._scan(
+                session_id, start, None, ["seq", "tokens", "role", "appended_at"], part
+            )
         ]
 
-    def version(self, session_id: str) -> SessionVersion:
-        validate_session_id(session_id)
-        counter = self._counter(session_id)
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
+        part = check_scope_session(session_id, scope)
+        counter = self._counter(session_id, part)
         if counter is None:
             return SessionVersion(0, 0)
         return SessionVersion(int(counter["next_seq"]), int(counter["epoch"]))
 
-    def count(self, session_id: str) -> int:
-        validate_session_id(session_id)
-        with self._lock:
-            return int(
-                self.client.count(
-                    self.collection, count_filter=self._filter("message", session_id), exact=True
-                ).count
-            )
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
+        part = check_scope_session(session_id, scope)
+        return self._count(self._filter("message", session_id, part=part))
 
-    def _sessions_of(self, kind: str) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    def _count(self, selector: qm.Filter) -> int:
+        with self._lock:
+            return int(self.client.count(self.collection, count_filter=selector, exact=True).count)
+
+    def _points_of(self, selector: qm.Filter, fields: list[str] | bool) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
         offset: Any = None
         while True:
             with self._lock:
                 points, offset = self.client.scroll(
                     self.collection,
-                    scroll_filter=self._filter(kind),
+                    scroll_filter=selector,
                     limit=_PAGE,
                     offset=offset,
-                    with_payload=True,
+                    with_payload=fields,
                     with_vectors=False,
                 )
-            for p in points:
-                payload = p.payload or {}
-                found[str(payload["session"])] = payload
+            found.extend(dict(p.payload or {}) for p in points)
             if offset is None:
                 return found
 
-    def sessions(self) -> list[SessionInfo]:
-        counters = self._sessions_of("counter")
-        with_state = self._sessions_of("state")
+    @staticmethod
+    def _part_of(payload: dict[str, Any]) -> Part:
+        raw = payload.get("partition")
+        if not raw:
+            return ("", "", "", "")
+        a, b, c, d = json.loads(raw)
+        return (a, b, c, d)
+
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        from offprompt.scope import Scope as _Scope
+        from offprompt.scope import as_scope
+
+        selector = as_scope(scope)
+        counters = {
+            (self._part_of(p), str(p["session"])): p
+            for p in self._points_of(self._selector("counter", selector), True)
+        }
+        with_state = {
+            (self._part_of(p), str(p["session"]))
+            for p in self._points_of(self._selector("state", selector), ["session", "partition"])
+        }
         out = []
-        for sid in sorted(set(counters) | set(with_state)):
-            n = self.count(sid) if sid in counters else 0
-            if not n and sid not in with_state:
+        for part, sid in sorted(set(counters) | with_state, key=lambda k: (k[1], k[0])):
+            n = self.count(sid, scope=_Scope.from_partition(part)) if (part, sid) in counters else 0
+            if not n and (part, sid) not in with_state:
                 continue
-            last = counters.get(sid, {}).get("last_activity")
+            last = counters.get((part, sid), {}).get("last_activity")
             out.append(
                 SessionInfo(
-                    sid, n, None if last is None else datetime.fromtimestamp(last, timezone.utc)
+                    sid,
+                    n,
+                    None if last is None else datetime.fromtimestamp(last, timezone.utc),
+                    _Scope.from_partition(part, sid) if any(part) else None,
                 )
             )
         return out
 
-    def delete_session(self, session_id: str) -> int:
+    def _gc_blobs(self, part: Part, keys: set[str]) -> int:
+        """Delete blobs of ``part`` among ``keys`` that no message references any more."""
         from qdrant_client.http import models as qm
 
-        validate_session_id(session_id)
+        removed = 0
+        for key in sorted(keys):
+            selector = self._filter("message", part=part)
+            assert selector.must is not None and isinstance(selector.must, list)
+            selector.must.append(qm.FieldCondition(key="blobs", match=qm.MatchValue(value=key)))
+            if self._count(selector):
+                continue
+            with self._lock:
+                if self.client.retrieve(self.collection, [_pid(part, "blob", key)]):
+                    self.client.delete(
+                        self.collection,
+                        qm.PointIdsList(points=[_pid(part, "blob", key)]),
+                        wait=True,
+                    )
+                    removed += 1
+        return removed
+
+    def _blob_keys(self, selector: qm.Filter) -> set[str]:
+        return {
+            str(k) for p in self._points_of(selector, ["blobs"]) for k in (p.get("blobs") or [])
+        }
+
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        from qdrant_client.http import models as qm
+
+        part = check_scope_session(session_id, scope)
+        selector = self._filter("message", session_id, part=part)
         with self._lock:
-            deleted = self.count(session_id)
+            deleted = self._count(selector)
+            keys = self._blob_keys(selector)
+            self.client.delete(self.collection, qm.FilterSelector(filter=selector), wait=True)
             self.client.delete(
                 self.collection,
-                qm.FilterSelector(filter=self._filter("message", session_id)),
+                qm.FilterSelector(filter=self._filter("state", session_id, part=part)),
                 wait=True,
             )
-            self.client.delete(
-                self.collection,
-                qm.FilterSelector(filter=self._filter("state", session_id)),
-                wait=True,
-            )
-        if self._counter(session_id) is not None:
-            self._bump(session_id, 0, 1)
+        self._gc_blobs(part, keys)
+        if self._counter(session_id, part) is not None:
+            self._bump(session_id, 0, 1, part)
         return deleted
 
-    def delete_range(self, session_id: str, start: int | None, end: int | None) -> int:
+    def delete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int:
         from qdrant_client.http import models as qm
 
-        validate_session_id(session_id)
+        part = check_scope_session(session_id, scope)
         check_range(start, end)
-        selector = self._filter("message", session_id, start, end)
+        selector = self._filter("message", session_id, start, end, part=part)
         with self._lock:
-            deleted = int(
-                self.client.count(self.collection, count_filter=selector, exact=True).count
-            )
+            deleted = self._count(selector)
+            keys = self._blob_keys(selector) if deleted else set()
             if deleted:
                 self.client.delete(self.collection, qm.FilterSelector(filter=selector), wait=True)
         if deleted:
-            self._bump(session_id, 0, 1)
+            self._gc_blobs(part, keys)
+            self._bump(session_id, 0, 1, part)
         return deleted
 
-    # -- state -----------------------------------------------------------------------
-    def get_state(self, session_id: str, key: str) -> Any | None:
-        check_state(session_id, key)
-        with self._lock:
-            found = self.client.retrieve(self.collection, [_point_id("state", session_id, key)])
-        return json.loads(found[0].payload["value"]) if found and found[0].payload else None
-
-    def set_state(self, session_id: str, key: str, value: Any) -> None:
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
         from qdrant_client.http import models as qm
 
+        selected = check_selector(scope, all=all)
+        counts: dict[str, int] = {}
+        with self._lock:
+            messages = self._selector("message", selected)
+            sessions = {
+                (self._part_of(p), str(p["session"]))
+                for kind in ("message", "state")
+                for p in self._points_of(self._selector(kind, selected), ["session", "partition"])
+            }
+            blob_keys = {
+                (self._part_of(p), str(k))
+                for p in self._points_of(messages, ["blobs", "partition"])
+                for k in (p.get("blobs") or [])
+            }
+            for kind in ("message", "state", "counter"):
+                selector = self._selector(kind, selected)
+                counts[kind] = self._count(selector)
+                if counts[kind]:
+                    self.client.delete(
+                        self.collection, qm.FilterSelector(filter=selector), wait=True
+                    )
+            blobs = 0
+            if selected.session is None:
+                selector = self._selector("blob", selected)
+                blobs = self._count(selector)
+                if blobs:
+                    self.client.delete(
+                        self.collection, qm.FilterSelector(filter=selector), wait=True
+                    )
+            else:
+                by_part: dict[Part, set[str]] = {}
+                for part, key in blob_keys:
+                    by_part.setdefault(part, set()).add(key)
+                blobs = sum(self._gc_blobs(part, keys) for part, keys in by_part.items())
+        return ForgetCounts(counts["message"], counts["state"], len(sessions), blobs)
+
+    def blob_count(self, *, scope: Scope | None = None) -> int:
+        from offprompt.scope import as_scope
+
+        return self._count(
+            self._selector("blob", as_scope(scope).model_copy(update={"session": None}))
+        )
+
+    # -- state -----------------------------------------------------------------------
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
+        part = check_scope_session(session_id, scope)
+        check_state(session_id, key)
+        with self._lock:
+            found = self.client.retrieve(self.collection, [_pid(part, "state", session_id, key)])
+        return json.loads(found[0].payload["value"]) if found and found[0].payload else None
+
+    def set_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None:
+        from qdrant_client.http import models as qm
+
+        part = check_scope_session(session_id, scope)
         check_state(session_id, key)
         text = encode_state(value)
         point = qm.PointStruct(
-            id=_point_id("state", session_id, key),
+            id=_pid(part, "state", session_id, key),
             vector={},
-            payload={"kind": "state", "session": session_id, "key": key, "value": text},
+            payload={
+                "kind": "state",
+                "session": session_id,
+                "key": key,
+                "value": text,
+                **_scope_payload(part),
+            },
         )
         with self._lock:
             self.client.upsert(self.collection, [point], wait=True)
 
-    def delete_state(self, session_id: str, key: str) -> None:
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
         from qdrant_client.http import models as qm
 
+        part = check_scope_session(session_id, scope)
         check_state(session_id, key)
         with self._lock:
             self.client.delete(
                 self.collection,
-                qm.PointIdsList(points=[_point_id("state", session_id, key)]),
+                qm.PointIdsList(points=[_pid(part, "state", session_id, key)]),
                 wait=True,
             )
 
-    def state_keys(self, session_id: str, prefix: str = "") -> list[str]:
-        validate_session_id(session_id)
+    def state_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]:
+        part = check_scope_session(session_id, scope)
         if not isinstance(prefix, str):
             raise ValidationError(f"prefix must be a str, got {type(prefix).__name__}")
-        keys: list[str] = []
-        offset: Any = None
-        while True:
-            with self._lock:
-                points, offset = self.client.scroll(
-                    self.collection,
-                    scroll_filter=self._filter("state", session_id),
-                    limit=_PAGE,
-                    offset=offset,
-                    with_payload=["key"],
-                    with_vectors=False,
-                )
-            keys.extend(str((p.payload or {})["key"]) for p in points)
-            if offset is None:
-                return sorted(k for k in keys if k.startswith(prefix))
+        keys = [
+            str(p["key"])
+            for p in self._points_of(self._filter("state", session_id, part=part), ["key"])
+        ]
+        return sorted(k for k in keys if k.startswith(prefix))
 
     def close(self) -> None:
         if self._owns_client:

@@ -7,12 +7,19 @@ racing, and a batch of messages is one transaction: a process killed mid-write l
 either all of the batch or none of it. Each thread gets its own connection; a forked
 child opens fresh ones.
 
-Schema (versioned in ``offprompt_meta``; older files are migrated forward on open)::
+Schema (versioned in ``offprompt_meta``; older files are migrated forward on open).
+Every data table starts with the scope partition ``tenant, user_id, agent, run`` (``''``
+for unset, see :class:`~offprompt.scope.Scope`), and every query filters on it::
 
-    offprompt_meta      key, value                      -- app marker, schema_version
-    offprompt_messages  session_id, seq, role, tokens, appended_at, body (JSON)
-    offprompt_state     session_id, key, value (JSON)
-    offprompt_sessions  session_id, next_seq, epoch, message_count, last_activity
+    offprompt_meta       key, value                      -- app marker, schema_version
+    offprompt_messages   <partition>, session_id, seq, role, tokens, appended_at, body (JSON)
+    offprompt_state      <partition>, session_id, key, value (JSON)
+    offprompt_sessions   <partition>, session_id, next_seq, epoch, message_count, last_activity
+    offprompt_blobs      <partition>, key (sha256), data     -- image bytes, stored once
+    offprompt_blob_refs  <partition>, session_id, seq, key   -- which message uses which blob
+
+Connections run with ``secure_delete`` on: deleted rows are overwritten with zeros, so
+what :func:`offprompt.forget.forget` deletes does not linger in free pages.
 """
 
 from __future__ import annotations
@@ -26,26 +33,32 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.messages import Message
+from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores.base import (
     BaseStore,
+    ForgetCounts,
     IndexEntry,
     SessionInfo,
     SessionVersion,
     StoredMessage,
     check_append,
     check_range,
+    check_scope_session,
+    check_selector,
     check_state,
     encode_state,
-    validate_session_id,
 )
+
+if TYPE_CHECKING:
+    from offprompt.scope import Scope
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _MAGIC = b"SQLite format 3\x00"
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1
@@ -98,7 +111,95 @@ def _migrate_2(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1, 2: _migrate_2}
+_PART_COLS = (
+    "tenant TEXT NOT NULL DEFAULT '', user_id TEXT NOT NULL DEFAULT '',"
+    " agent TEXT NOT NULL DEFAULT '', run TEXT NOT NULL DEFAULT ''"
+)
+_PART_KEY = "tenant, user_id, agent, run"
+#: ``WHERE`` fragment of one exact partition; parameters come from ``Scope.partition()``.
+_P = "tenant = ? AND user_id = ? AND agent = ? AND run = ?"
+#: Scope field -> column, for selector (``forget``, listing) filters.
+_COLUMNS = {
+    "tenant": "tenant",
+    "user": "user_id",
+    "agent": "agent",
+    "run": "run",
+    "session": "session_id",
+}
+
+
+def _migrate_3(conn: sqlite3.Connection) -> None:
+    # v3: scope partitions (tenant, user, agent, run) in every table's key, and blobs
+    # stored once per partition. Old rows land in the unscoped partition ('').
+    conn.execute(
+        f"CREATE TABLE offprompt_messages_v3 ({_PART_COLS},"
+        " session_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,"
+        " tokens INTEGER NOT NULL, appended_at REAL NOT NULL, body TEXT NOT NULL,"
+        f" PRIMARY KEY ({_PART_KEY}, session_id, seq))"
+    )
+    conn.execute(
+        "INSERT INTO offprompt_messages_v3 (session_id, seq, role, tokens, appended_at, body)"
+        " SELECT session_id, seq, role, tokens, appended_at, body FROM offprompt_messages"
+    )
+    conn.execute("DROP TABLE offprompt_messages")
+    conn.execute("ALTER TABLE offprompt_messages_v3 RENAME TO offprompt_messages")
+    conn.execute(
+        "CREATE INDEX offprompt_messages_index ON offprompt_messages"
+        f" ({_PART_KEY}, session_id, seq, tokens, role, appended_at)"
+    )
+    conn.execute("CREATE INDEX offprompt_messages_user ON offprompt_messages (user_id)")
+    conn.execute(
+        f"CREATE TABLE offprompt_state_v3 ({_PART_COLS},"
+        " session_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+        f" PRIMARY KEY ({_PART_KEY}, session_id, key))"
+    )
+    conn.execute(
+        "INSERT INTO offprompt_state_v3 (session_id, key, value)"
+        " SELECT session_id, key, value FROM offprompt_state"
+    )
+    conn.execute("DROP TABLE offprompt_state")
+    conn.execute("ALTER TABLE offprompt_state_v3 RENAME TO offprompt_state")
+    conn.execute("CREATE INDEX offprompt_state_user ON offprompt_state (user_id)")
+    conn.execute(
+        f"CREATE TABLE offprompt_sessions_v3 ({_PART_COLS},"
+        " session_id TEXT NOT NULL, next_seq INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+        " message_count INTEGER NOT NULL, last_activity REAL,"
+        f" PRIMARY KEY ({_PART_KEY}, session_id))"
+    )
+    conn.execute(
+        "INSERT INTO offprompt_sessions_v3"
+        " (session_id, next_seq, epoch, message_count, last_activity)"
+        " SELECT session_id, next_seq, epoch, message_count, last_activity"
+        " FROM offprompt_sessions"
+    )
+    conn.execute("DROP TABLE offprompt_sessions")
+    conn.execute("ALTER TABLE offprompt_sessions_v3 RENAME TO offprompt_sessions")
+    conn.execute("CREATE INDEX offprompt_sessions_user ON offprompt_sessions (user_id)")
+    conn.execute(
+        f"CREATE TABLE offprompt_blobs ({_PART_COLS}, key TEXT NOT NULL, data BLOB NOT NULL,"
+        f" PRIMARY KEY ({_PART_KEY}, key))"
+    )
+    conn.execute(
+        f"CREATE TABLE offprompt_blob_refs ({_PART_COLS}, session_id TEXT NOT NULL,"
+        " seq INTEGER NOT NULL, key TEXT NOT NULL,"
+        f" PRIMARY KEY ({_PART_KEY}, session_id, seq, key))"
+    )
+    conn.execute(f"CREATE INDEX offprompt_blob_refs_key ON offprompt_blob_refs ({_PART_KEY}, key)")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _migrate_1,
+    2: _migrate_2,
+    3: _migrate_3,
+}
+
+
+def _selector(scope: Scope) -> tuple[str, list[str]]:
+    """``WHERE`` fragment and parameters of every partition ``scope`` selects."""
+    fields = scope.fields()
+    if not fields:
+        return "1 = 1", []
+    return " AND ".join(f"{_COLUMNS[f]} = ?" for f in fields), list(fields.values())
 
 
 def _check_is_store(path: Path) -> None:
@@ -230,6 +331,8 @@ class SQLiteStore(BaseStore):
                 conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                # Deleted content is zeroed, not left in free pages (forget, retention).
+                conn.execute("PRAGMA secure_delete = ON")
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot open {self.path}: {exc}", path=str(self.path)) from None
             self._local.conn = conn
@@ -305,163 +408,305 @@ class SQLiteStore(BaseStore):
 
     # -- messages --------------------------------------------------------------------
     def append(
-        self, session_id: str, messages: Sequence[Message], tokens: Sequence[int]
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        tokens: Sequence[int],
+        *,
+        scope: Scope | None = None,
     ) -> list[int]:
+        part = check_scope_session(session_id, scope)
         items, counts = check_append(session_id, messages, tokens)
         if not items:
             return []
         # Serialise before taking the write lock: the lock is held only for the inserts.
-        bodies = [m.model_dump_json() for m in items]
+        encoded = [externalize(m) for m in items]
         now = time.time()
         with self._write() as conn:
             row = conn.execute(
-                "SELECT next_seq FROM offprompt_sessions WHERE session_id = ?", (session_id,)
+                f"SELECT next_seq FROM offprompt_sessions WHERE {_P} AND session_id = ?",
+                (*part, session_id),
             ).fetchone()
             if row is None:
                 conn.execute(
-                    "INSERT INTO offprompt_sessions VALUES (?, 0, 0, 0, NULL)", (session_id,)
+                    f"INSERT INTO offprompt_sessions ({_PART_KEY}, session_id, next_seq, epoch,"
+                    " message_count, last_activity) VALUES (?, ?, ?, ?, ?, 0, 0, 0, NULL)",
+                    (*part, session_id),
                 )
                 first = 0
             else:
                 first = int(row[0])
             conn.executemany(
-                "INSERT INTO offprompt_messages VALUES (?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
+                " appended_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (session_id, first + i, m.role, count, now, body)
-                    for i, (m, count, body) in enumerate(zip(items, counts, bodies, strict=True))
+                    (*part, session_id, first + i, m.role, count, now, body)
+                    for i, (m, count, (body, _)) in enumerate(
+                        zip(items, counts, encoded, strict=True)
+                    )
                 ],
             )
+            blobs = {k: v for _, found in encoded for k, v in found.items()}
+            if blobs:
+                conn.executemany(
+                    f"INSERT OR IGNORE INTO offprompt_blobs ({_PART_KEY}, key, data)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [(*part, k, v) for k, v in blobs.items()],
+                )
+                conn.executemany(
+                    f"INSERT OR IGNORE INTO offprompt_blob_refs ({_PART_KEY}, session_id, seq,"
+                    " key) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (*part, session_id, first + i, k)
+                        for i, (_, found) in enumerate(encoded)
+                        for k in found
+                    ],
+                )
             conn.execute(
                 "UPDATE offprompt_sessions SET next_seq = ?, message_count = message_count + ?,"
-                " last_activity = ? WHERE session_id = ?",
-                (first + len(items), len(items), now, session_id),
+                f" last_activity = ? WHERE {_P} AND session_id = ?",
+                (first + len(items), len(items), now, *part, session_id),
             )
         return list(range(first, first + len(items)))
 
+    def _fetch_blobs(self, part: tuple[str, str, str, str], keys: list[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            rows = self._query(
+                f"SELECT key, data FROM offprompt_blobs WHERE {_P}"
+                f" AND key IN ({', '.join('?' * len(chunk))})",
+                (*part, *chunk),
+            )
+            out.update((k, bytes(v)) for k, v in rows)
+        return out
+
     def read(
-        self, session_id: str, *, start: int | None = None, end: int | None = None
+        self,
+        session_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        scope: Scope | None = None,
     ) -> list[StoredMessage]:
-        validate_session_id(session_id)
+        part = check_scope_session(session_id, scope)
         check_range(start, end)
         rows = self._query(
             "SELECT seq, tokens, body FROM offprompt_messages"
-            " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
-            (session_id, _MIN_SEQ if start is None else start, _MAX_SEQ if end is None else end),
+            f" WHERE {_P} AND session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (
+                *part,
+                session_id,
+                _MIN_SEQ if start is None else start,
+                _MAX_SEQ if end is None else end,
+            ),
+        )
+        messages = decode_cached(
+            [body for _, _, body in rows], lambda keys: self._fetch_blobs(part, keys)
         )
         return [
-            StoredMessage(session_id, seq, Message.from_json(body), tokens)
-            for seq, tokens, body in rows
+            StoredMessage(session_id, seq, message, tokens)
+            for (seq, tokens, _), message in zip(rows, messages, strict=True)
         ]
 
-    def read_index(self, session_id: str, *, start: int | None = None) -> list[IndexEntry]:
-        validate_session_id(session_id)
+    def read_index(
+        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
+    ) -> list[IndexEntry]:
+        part = check_scope_session(session_id, scope)
         check_range(start, None)
         rows = self._query(
-            "SELECT seq, tokens, role FROM offprompt_messages"
-            " WHERE session_id = ? AND seq >= ? ORDER BY seq",
-            (session_id, _MIN_SEQ if start is None else start),
+            "SELECT seq, tokens, role, appended_at FROM offprompt_messages"
+            f" WHERE {_P} AND session_id = ? AND seq >= ? ORDER BY seq",
+            (*part, session_id, _MIN_SEQ if start is None else start),
         )
-        return [IndexEntry(seq, tokens, role) for seq, tokens, role in rows]
+        return [IndexEntry(seq, tokens, role, at) for seq, tokens, role, at in rows]
 
-    def version(self, session_id: str) -> SessionVersion:
-        validate_session_id(session_id)
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
+        part = check_scope_session(session_id, scope)
         rows = self._query(
-            "SELECT next_seq, epoch FROM offprompt_sessions WHERE session_id = ?", (session_id,)
+            f"SELECT next_seq, epoch FROM offprompt_sessions WHERE {_P} AND session_id = ?",
+            (*part, session_id),
         )
         return SessionVersion(rows[0][0], rows[0][1]) if rows else SessionVersion(0, 0)
 
-    def count(self, session_id: str) -> int:
-        validate_session_id(session_id)
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
+        part = check_scope_session(session_id, scope)
         rows = self._query(
-            "SELECT message_count FROM offprompt_sessions WHERE session_id = ?", (session_id,)
+            f"SELECT message_count FROM offprompt_sessions WHERE {_P} AND session_id = ?",
+            (*part, session_id),
         )
         return int(rows[0][0]) if rows else 0
 
-    def sessions(self) -> list[SessionInfo]:
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        from offprompt.scope import Scope as _Scope
+        from offprompt.scope import as_scope
+
+        where, params = _selector(as_scope(scope))
         rows = self._query(
-            "SELECT session_id, message_count, last_activity FROM offprompt_sessions s"
-            " WHERE message_count > 0 UNION"
-            " SELECT st.session_id, coalesce(s.message_count, 0), s.last_activity"
-            " FROM offprompt_state st LEFT JOIN offprompt_sessions s USING (session_id)"
-            " ORDER BY 1"
+            f"SELECT {_PART_KEY}, session_id, message_count, last_activity"
+            f" FROM offprompt_sessions WHERE message_count > 0 AND {where} UNION"
+            f" SELECT {_PART_KEY}, session_id, coalesce(s.message_count, 0), s.last_activity"
+            f" FROM (SELECT DISTINCT {_PART_KEY}, session_id FROM offprompt_state WHERE {where})"
+            f" LEFT JOIN offprompt_sessions s USING ({_PART_KEY}, session_id)"
+            " ORDER BY 5, 1, 2, 3, 4",
+            (*params, *params),
         )
         return [
             SessionInfo(
                 sid,
                 count,
                 None if last is None else datetime.fromtimestamp(last, timezone.utc),
+                _Scope.from_partition((t, u, a, r), sid) if (t or u or a or r) else None,
             )
-            for sid, count, last in rows
+            for t, u, a, r, sid, count, last in rows
         ]
 
-    def delete_session(self, session_id: str) -> int:
-        validate_session_id(session_id)
+    @staticmethod
+    def _drop_refs(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
+        """Delete blob refs matching ``where`` and the blobs nothing references any more."""
+        keys = conn.execute(
+            f"SELECT DISTINCT {_PART_KEY}, key FROM offprompt_blob_refs WHERE {where}", params
+        ).fetchall()
+        if not keys:
+            return 0
+        conn.execute(f"DELETE FROM offprompt_blob_refs WHERE {where}", params)
+        removed = 0
+        for t, u, a, r, key in keys:
+            removed += conn.execute(
+                f"DELETE FROM offprompt_blobs WHERE {_P} AND key = ? AND NOT EXISTS"
+                " (SELECT 1 FROM offprompt_blob_refs f WHERE f.tenant = ? AND f.user_id = ?"
+                " AND f.agent = ? AND f.run = ? AND f.key = ?)",
+                (t, u, a, r, key, t, u, a, r, key),
+            ).rowcount
+        return removed
+
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        part = check_scope_session(session_id, scope)
+        where = f"{_P} AND session_id = ?"
         with self._write() as conn:
             deleted = conn.execute(
-                "DELETE FROM offprompt_messages WHERE session_id = ?", (session_id,)
+                f"DELETE FROM offprompt_messages WHERE {where}", (*part, session_id)
             ).rowcount
-            conn.execute("DELETE FROM offprompt_state WHERE session_id = ?", (session_id,))
+            conn.execute(f"DELETE FROM offprompt_state WHERE {where}", (*part, session_id))
+            self._drop_refs(conn, where, (*part, session_id))
             # Keep the counter row: seqs are never reused, so cached readers notice.
             conn.execute(
-                "UPDATE offprompt_sessions SET epoch = epoch + 1, message_count = 0"
-                " WHERE session_id = ?",
-                (session_id,),
+                f"UPDATE offprompt_sessions SET epoch = epoch + 1, message_count = 0 WHERE {where}",
+                (*part, session_id),
             )
         return int(deleted)
 
-    def delete_range(self, session_id: str, start: int | None, end: int | None) -> int:
-        validate_session_id(session_id)
+    def delete_range(
+        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
+    ) -> int:
+        part = check_scope_session(session_id, scope)
         check_range(start, end)
+        where = f"{_P} AND session_id = ? AND seq >= ? AND seq < ?"
+        params = (
+            *part,
+            session_id,
+            _MIN_SEQ if start is None else start,
+            _MAX_SEQ if end is None else end,
+        )
         with self._write() as conn:
             deleted = int(
-                conn.execute(
-                    "DELETE FROM offprompt_messages WHERE session_id = ? AND seq >= ? AND seq < ?",
-                    (
-                        session_id,
-                        _MIN_SEQ if start is None else start,
-                        _MAX_SEQ if end is None else end,
-                    ),
-                ).rowcount
+                conn.execute(f"DELETE FROM offprompt_messages WHERE {where}", params).rowcount
             )
             if deleted:
+                self._drop_refs(conn, where, params)
                 conn.execute(
                     "UPDATE offprompt_sessions SET epoch = epoch + 1,"
-                    " message_count = message_count - ? WHERE session_id = ?",
-                    (deleted, session_id),
+                    f" message_count = message_count - ? WHERE {_P} AND session_id = ?",
+                    (deleted, *part, session_id),
                 )
         return deleted
 
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        selected = check_selector(scope, all=all)
+        where, params = _selector(selected)
+        with self._write() as conn:
+            sessions = conn.execute(
+                f"SELECT count(*) FROM (SELECT DISTINCT {_PART_KEY}, session_id FROM"
+                f" offprompt_messages WHERE {where} UNION SELECT DISTINCT {_PART_KEY},"
+                f" session_id FROM offprompt_state WHERE {where})",
+                (*params, *params),
+            ).fetchone()[0]
+            messages = conn.execute(
+                f"DELETE FROM offprompt_messages WHERE {where}", params
+            ).rowcount
+            state = conn.execute(f"DELETE FROM offprompt_state WHERE {where}", params).rowcount
+            blobs = self._drop_refs(conn, where, params)
+            if selected.session is None:
+                # Blobs live per partition; a partition-wide forget takes them all.
+                blob_where, blob_params = _selector(selected.model_copy(update={"session": None}))
+                blobs += conn.execute(
+                    f"DELETE FROM offprompt_blobs WHERE {blob_where}", blob_params
+                ).rowcount
+            # The counter rows go too: a session id can itself identify the subject.
+            conn.execute(f"DELETE FROM offprompt_sessions WHERE {where}", params)
+        self.checkpoint()
+        return ForgetCounts(int(messages), int(state), int(sessions), int(blobs))
+
+    def blob_count(self, *, scope: Scope | None = None) -> int:
+        from offprompt.scope import as_scope
+
+        where, params = _selector(as_scope(scope).model_copy(update={"session": None}))
+        return int(self._query(f"SELECT count(*) FROM offprompt_blobs WHERE {where}", params)[0][0])
+
+    def checkpoint(self) -> None:
+        """Move the WAL into the database file and truncate the WAL to zero bytes.
+
+        After a delete, this leaves no copy of the deleted pages in ``-wal``.
+        """
+        try:
+            self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"checkpoint of {self.path} failed: {exc}", path=str(self.path)
+            ) from None
+
     # -- state -----------------------------------------------------------------------
-    def get_state(self, session_id: str, key: str) -> Any | None:
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
+        part = check_scope_session(session_id, scope)
         check_state(session_id, key)
         rows = self._query(
-            "SELECT value FROM offprompt_state WHERE session_id = ? AND key = ?", (session_id, key)
+            f"SELECT value FROM offprompt_state WHERE {_P} AND session_id = ? AND key = ?",
+            (*part, session_id, key),
         )
         return json.loads(rows[0][0]) if rows else None
 
-    def set_state(self, session_id: str, key: str, value: Any) -> None:
+    def set_state(
+        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
+    ) -> None:
+        part = check_scope_session(session_id, scope)
         check_state(session_id, key)
         text = encode_state(value)
         with self._write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO offprompt_state VALUES (?, ?, ?)", (session_id, key, text)
+                f"INSERT OR REPLACE INTO offprompt_state ({_PART_KEY}, session_id, key, value)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*part, session_id, key, text),
             )
 
-    def delete_state(self, session_id: str, key: str) -> None:
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
+        part = check_scope_session(session_id, scope)
         check_state(session_id, key)
         with self._write() as conn:
             conn.execute(
-                "DELETE FROM offprompt_state WHERE session_id = ? AND key = ?", (session_id, key)
+                f"DELETE FROM offprompt_state WHERE {_P} AND session_id = ? AND key = ?",
+                (*part, session_id, key),
             )
 
-    def state_keys(self, session_id: str, prefix: str = "") -> list[str]:
-        validate_session_id(session_id)
+    def state_keys(
+        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
+    ) -> list[str]:
+        part = check_scope_session(session_id, scope)
         if not isinstance(prefix, str):
             raise ValidationError(f"prefix must be a str, got {type(prefix).__name__}")
         rows = self._query(
-            "SELECT key FROM offprompt_state WHERE session_id = ? AND substr(key, 1, ?) = ?"
-            " ORDER BY key",
-            (session_id, len(prefix), prefix),
+            f"SELECT key FROM offprompt_state WHERE {_P} AND session_id = ?"
+            " AND substr(key, 1, ?) = ? ORDER BY key",
+            (*part, session_id, len(prefix), prefix),
         )
         return [r[0] for r in rows]
 

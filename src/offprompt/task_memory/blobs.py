@@ -4,22 +4,64 @@ Keys are the SHA-256 of the content, so the same bytes stored twice take one slo
 ``FileBlobStore`` writes through a temporary file and ``os.replace`` (atomic on POSIX
 and Windows), and validates every tenant and namespace name, so no name can reach a
 path outside ``root``.
+
+Scopes: every method also takes ``scope`` (:class:`~offprompt.scope.Scope`). A scope
+with a user, agent, session or run set is its own partition (in files:
+``root/.scoped/<hash of the scope>/<namespace>/``, with the scope in ``scope.json``);
+otherwise the partition is the tenant (``scope.tenant`` or the ``tenant`` argument).
+:meth:`FileBlobStore.forget_scope` deletes every partition a scope selects.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from offprompt.errors import NotFoundError, StorageError, ValidationError
+from offprompt.errors import NamespaceError, NotFoundError, StorageError, ValidationError
 from offprompt.vectors.names import validate_namespace
 
-__all__ = ["BlobStore", "FileBlobStore", "InMemoryBlobStore", "content_key"]
+if TYPE_CHECKING:
+    from offprompt.scope import Scope
+
+_SCOPED_DIR = ".scoped"
+_Part = tuple[str, str, str, str, str]
+
+
+def _partition(tenant: str, scope: Scope | None) -> _Part:
+    """``(tenant, user, agent, session, run)`` of a blob call, ``""`` for unset."""
+    if scope is None:
+        return (validate_namespace(tenant, what="tenant"), "", "", "", "")
+    from offprompt.scope import as_scope
+
+    resolved = as_scope(scope)
+    return (
+        resolved.tenant or validate_namespace(tenant, what="tenant"),
+        resolved.user or "",
+        resolved.agent or "",
+        resolved.session or "",
+        resolved.run or "",
+    )
+
+
+def _selects(scope: Scope, part: _Part) -> bool:
+    fields = ("tenant", "user", "agent", "session", "run")
+    return all(part[fields.index(f)] == v for f, v in scope.fields().items())
+
+
+__all__ = [
+    "BlobStore",
+    "FileBlobStore",
+    "InMemoryBlobStore",
+    "ScopedBlobStore",
+    "content_key",
+]
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
@@ -48,6 +90,33 @@ class BlobStore(Protocol):
     def keys(self, namespace: str, *, tenant: str = "default") -> list[str]: ...
 
 
+class ScopedBlobStore(BlobStore, Protocol):
+    """A :class:`BlobStore` whose methods also take ``scope`` and that can forget one."""
+
+    def put(
+        self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
+    ) -> str: ...
+
+    def get(
+        self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> bytes: ...
+
+    def delete(
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        tenant: str = "default",
+        scope: Scope | None = None,
+    ) -> int: ...
+
+    def keys(
+        self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> list[str]: ...
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int: ...
+
+
 class InMemoryBlobStore:
     """Blobs in a dict; for tests and short-lived agents.
 
@@ -59,44 +128,72 @@ class InMemoryBlobStore:
     """
 
     def __init__(self) -> None:
-        self._data: dict[tuple[str, str], dict[str, bytes]] = {}
+        self._data: dict[tuple[_Part, str], dict[str, bytes]] = {}
         self._lock = threading.Lock()
 
-    def put(self, namespace: str, data: bytes, *, tenant: str = "default") -> str:
-        scope = (validate_namespace(tenant, what="tenant"), validate_namespace(namespace))
+    @staticmethod
+    def _key(namespace: str, tenant: str, scope: Scope | None) -> tuple[_Part, str]:
+        return (_partition(tenant, scope), validate_namespace(namespace))
+
+    def put(
+        self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
+    ) -> str:
+        part = self._key(namespace, tenant, scope)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ValidationError(f"blob data must be bytes, got {type(data).__name__}")
         data = bytes(data)
         key = content_key(data)
         with self._lock:
-            self._data.setdefault(scope, {})[key] = data
+            self._data.setdefault(part, {})[key] = data
         return key
 
-    def get(self, namespace: str, key: str, *, tenant: str = "default") -> bytes:
-        scope = (validate_namespace(tenant, what="tenant"), validate_namespace(namespace))
+    def get(
+        self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> bytes:
+        part = self._key(namespace, tenant, scope)
         _check_key(key)
         with self._lock:
             try:
-                return self._data[scope][key]
+                return self._data[part][key]
             except KeyError:
                 raise NotFoundError(
                     f"no blob {key} in namespace {namespace!r}", namespace=namespace
                 ) from None
 
-    def delete(self, namespace: str, key: str | None = None, *, tenant: str = "default") -> int:
-        scope = (validate_namespace(tenant, what="tenant"), validate_namespace(namespace))
+    def delete(
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        tenant: str = "default",
+        scope: Scope | None = None,
+    ) -> int:
+        part = self._key(namespace, tenant, scope)
         with self._lock:
-            blobs = self._data.get(scope, {})
+            blobs = self._data.get(part, {})
             if key is None:
                 removed = len(blobs)
-                self._data.pop(scope, None)
+                self._data.pop(part, None)
                 return removed
             return 1 if blobs.pop(_check_key(key), None) is not None else 0
 
-    def keys(self, namespace: str, *, tenant: str = "default") -> list[str]:
-        scope = (validate_namespace(tenant, what="tenant"), validate_namespace(namespace))
+    def keys(
+        self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> list[str]:
+        part = self._key(namespace, tenant, scope)
         with self._lock:
-            return sorted(self._data.get(scope, {}))
+            return sorted(self._data.get(part, {}))
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """Delete the blobs of every partition ``scope`` selects; returns how many."""
+        from offprompt.stores.base import check_selector
+
+        selected = check_selector(scope, all=all)
+        removed = 0
+        with self._lock:
+            for part_ns in [k for k in self._data if _selects(selected, k[0])]:
+                removed += len(self._data.pop(part_ns))
+        return removed
 
 
 class FileBlobStore:
@@ -121,25 +218,41 @@ class FileBlobStore:
                 f"cannot create blob store at {self.root}: {exc}", path=str(self.root)
             ) from None
 
-    def _dir(self, namespace: str, tenant: str) -> Path:
+    def _base(self, part: _Part) -> Path:
+        if not any(part[1:]):
+            if part[0] == _SCOPED_DIR:
+                raise NamespaceError(f"tenant {_SCOPED_DIR!r} is reserved by FileBlobStore")
+            return self.root / part[0]
+        digest = hashlib.sha256(json.dumps(list(part)).encode()).hexdigest()[:32]
+        return self.root / _SCOPED_DIR / digest
+
+    def _dir(self, namespace: str, tenant: str, scope: Scope | None = None) -> Path:
         directory = (
-            self.root / validate_namespace(tenant, what="tenant") / validate_namespace(namespace)
+            self._base(_partition(tenant, scope)) / validate_namespace(namespace)
         ).resolve()
         # Belt and braces: validation already forbids separators and '..'.
         if self.root not in directory.parents:
             raise ValidationError(f"namespace {namespace!r} resolves outside the blob store root")
         return directory
 
-    def put(self, namespace: str, data: bytes, *, tenant: str = "default") -> str:
+    def put(
+        self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
+    ) -> str:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ValidationError(f"blob data must be bytes, got {type(data).__name__}")
         data = bytes(data)
-        directory = self._dir(namespace, tenant)
+        directory = self._dir(namespace, tenant, scope)
         key = content_key(data)
         target = directory / key
         if target.exists():
             return key
         try:
+            part = _partition(tenant, scope)
+            if any(part[1:]):
+                marker = directory.parent / "scope.json"
+                if not marker.exists():
+                    directory.parent.mkdir(parents=True, exist_ok=True)
+                    marker.write_text(json.dumps(list(part)), encoding="utf-8")
             directory.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
             try:
@@ -157,8 +270,10 @@ class FileBlobStore:
             ) from None
         return key
 
-    def get(self, namespace: str, key: str, *, tenant: str = "default") -> bytes:
-        path = self._dir(namespace, tenant) / _check_key(key)
+    def get(
+        self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> bytes:
+        path = self._dir(namespace, tenant, scope) / _check_key(key)
         try:
             return path.read_bytes()
         except FileNotFoundError:
@@ -168,8 +283,15 @@ class FileBlobStore:
         except OSError as exc:
             raise StorageError(f"cannot read blob {path}: {exc}", namespace=namespace) from None
 
-    def delete(self, namespace: str, key: str | None = None, *, tenant: str = "default") -> int:
-        directory = self._dir(namespace, tenant)
+    def delete(
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        tenant: str = "default",
+        scope: Scope | None = None,
+    ) -> int:
+        directory = self._dir(namespace, tenant, scope)
         if key is not None:
             path = directory / _check_key(key)
             if path.exists():
@@ -185,8 +307,49 @@ class FileBlobStore:
             directory.rmdir()
         return removed
 
-    def keys(self, namespace: str, *, tenant: str = "default") -> list[str]:
-        directory = self._dir(namespace, tenant)
+    def keys(
+        self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> list[str]:
+        directory = self._dir(namespace, tenant, scope)
         if not directory.is_dir():
             return []
         return sorted(p.name for p in directory.iterdir() if _KEY.match(p.name))
+
+    def _partitions(self) -> list[tuple[_Part, Path]]:
+        found: list[tuple[_Part, Path]] = []
+        if not self.root.is_dir():
+            return found
+        for entry in sorted(self.root.iterdir()):
+            if entry.name == _SCOPED_DIR and entry.is_dir():
+                for scoped in sorted(entry.iterdir()):
+                    marker = scoped / "scope.json"
+                    try:
+                        raw = json.loads(marker.read_text(encoding="utf-8"))
+                        part = (str(raw[0]), str(raw[1]), str(raw[2]), str(raw[3]), str(raw[4]))
+                    except (OSError, ValueError, IndexError, TypeError):
+                        continue  # not ours, or half-written: never guess
+                    found.append((part, scoped))
+            elif entry.is_dir():
+                found.append(((entry.name, "", "", "", ""), entry))
+        return found
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """Delete the blob files of every partition ``scope`` selects; returns how many.
+
+        Re-runnable: a partition half-deleted by a crash is finished on the next call.
+        """
+        from offprompt.stores.base import check_selector
+
+        selected = check_selector(scope, all=all)
+        removed = 0
+        for part, directory in self._partitions():
+            if not _selects(selected, part):
+                continue
+            removed += sum(1 for p in directory.rglob("*") if p.is_file() and _KEY.match(p.name))
+            try:
+                shutil.rmtree(directory)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot delete blobs under {directory}: {exc}", path=str(directory)
+                ) from None
+        return removed

@@ -9,13 +9,16 @@ that never committed stays invisible.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
 from offprompt.task_memory.blobs import BlobStore
 from offprompt.task_memory.chunking import iter_chunks
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
+
+if TYPE_CHECKING:
+    from offprompt.scope import Scope
 
 __all__ = ["ArtifactStorage", "BlobArtifactStorage", "TextArtifactStorage"]
 
@@ -260,8 +263,11 @@ class BlobArtifactStorage:
 
     kind: ClassVar[str] = "blob"
 
-    def __init__(self, blob_store: BlobStore) -> None:
+    def __init__(self, blob_store: BlobStore, *, scope: Scope | None = None) -> None:
         self.blob_store = blob_store
+        self.scope = scope
+        # Only scoped calls pass ``scope``: third-party blob stores keep working.
+        self._kw: dict[str, Any] = {} if scope is None else {"scope": scope}
 
     def write(
         self,
@@ -274,7 +280,7 @@ class BlobArtifactStorage:
     ) -> Entry:
         if not isinstance(artifact, BlobArtifact):
             raise ValidationError(f"BlobArtifactStorage stores BlobArtifact, got {artifact.type}")
-        key = self.blob_store.put(namespace, artifact.value, tenant=tenant)
+        key = self.blob_store.put(namespace, artifact.value, tenant=tenant, **self._kw)
         fields = artifact.to_dict()
         fields.pop("value", None)
         entry = _describe(artifact, generation, first_seq)
@@ -284,7 +290,7 @@ class BlobArtifactStorage:
     def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
         out = []
         for entry in entries:
-            data = self.blob_store.get(namespace, entry["key"], tenant=tenant)
+            data = self.blob_store.get(namespace, entry["key"], tenant=tenant, **self._kw)
             out.append(BaseArtifact.from_dict({**entry["artifact"], "value": data}))
         return out
 
@@ -297,9 +303,9 @@ class BlobArtifactStorage:
         generations: Sequence[str] | None = None,
     ) -> None:
         if entries is None:
-            self.blob_store.delete(namespace, tenant=tenant)
+            self.blob_store.delete(namespace, tenant=tenant, **self._kw)
             return
         keep = {e["key"] for e in entries}
-        for key in self.blob_store.keys(namespace, tenant=tenant):
+        for key in self.blob_store.keys(namespace, tenant=tenant, **self._kw):
             if key not in keep:
-                self.blob_store.delete(namespace, key, tenant=tenant)
+                self.blob_store.delete(namespace, key, tenant=tenant, **self._kw)

@@ -33,11 +33,14 @@ from offprompt.artifacts import (
     ListArtifact,
     TextArtifact,
 )
-from offprompt.errors import NotFoundError, OffpromptError, ValidationError
+from offprompt.errors import NamespaceError, NotFoundError, OffpromptError, ValidationError
+from offprompt.retention import PruneReport, RetentionPolicy
+from offprompt.scope import Scope, as_scope
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
 from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
+from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import QdrantVectorStore, validate_namespace
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
@@ -73,6 +76,16 @@ class TaskMemory:
         chunk_tokens: Tokens per chunk (default storages only).
         overlap_tokens: Overlap tokens used when embedding a chunk.
         page_tokens: Default page size of :meth:`read`.
+        scope: A :class:`~offprompt.scope.Scope` partition (tenant, user, agent,
+            session, run): chunks, blobs and namespace metadata are written with it and
+            every read, query, page and listing is filtered by it in the store.
+            ``scope.tenant`` replaces ``tenant``.
+        retention: A :class:`~offprompt.retention.RetentionPolicy`: namespaces not
+            written for ``max_age`` expire (hidden at once, deleted by :meth:`prune`),
+            at most ``max_count`` namespaces / ``max_tokens`` tokens are kept (oldest
+            deleted first). Applied on every store when ``on_write``.
+        tracer: Receives ``offload`` and ``query`` trace events
+            (:class:`~offprompt.trace.InMemoryTracer` by default).
 
     Example:
         >>> from offprompt.artifacts import TextArtifact
@@ -98,6 +111,9 @@ class TaskMemory:
         chunk_tokens: int = 512,
         overlap_tokens: int = 64,
         page_tokens: int = 2048,
+        scope: Scope | None = None,
+        retention: RetentionPolicy | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValidationError(f"TaskMemory name must be a non-empty str, got {name!r}")
@@ -110,6 +126,21 @@ class TaskMemory:
 
             tokenizer = default_tokenizer()
         self.name = name
+        if scope is not None:
+            resolved = as_scope(scope)
+            if resolved.tenant is not None and tenant not in ("default", resolved.tenant):
+                raise NamespaceError(
+                    f"tenant {tenant!r} contradicts scope.tenant {resolved.tenant!r}"
+                )
+            tenant = resolved.tenant or tenant
+            scope = resolved.model_copy(update={"tenant": tenant})
+        if retention is not None and not isinstance(retention, RetentionPolicy):
+            raise ValidationError(
+                f"retention must be a RetentionPolicy, got {type(retention).__name__}"
+            )
+        self.scope: Scope | None = scope
+        self.retention = retention
+        self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
         self.tenant = validate_namespace(tenant, what="tenant")
         self.min_tokens = min_tokens
         self.page_tokens = page_tokens
@@ -117,7 +148,11 @@ class TaskMemory:
         root = Path(path) if path is not None else None
         if vector_store is None:
             vector_store = QdrantVectorStore(path=str(root / "vectors") if root else None)
-        self.vector_store = vector_store.with_tenant(self.tenant)
+        self.vector_store = (
+            vector_store.with_scope(scope)
+            if scope is not None
+            else vector_store.with_tenant(self.tenant)
+        )
         if storages is None:
             if blob_store is None:
                 blob_store = FileBlobStore(root / "blobs") if root else InMemoryBlobStore()
@@ -128,7 +163,7 @@ class TaskMemory:
                     overlap_tokens=overlap_tokens,
                     tokenizer=tokenizer,
                 ),
-                BlobArtifact: BlobArtifactStorage(blob_store),
+                BlobArtifact: BlobArtifactStorage(blob_store, scope=scope),
             }
         self.storages: dict[type[BaseArtifact], ArtifactStorage] = dict(storages)
         self.meta_memory = MetaMemory()
@@ -173,9 +208,15 @@ class TaskMemory:
     def _meta(self, namespace: str) -> dict[str, Any] | None:
         validate_namespace(namespace)
         meta = self.vector_store.get_metadata(namespace, _META_KEY)
-        if meta is None or meta.get("memory") != self.name:
+        if meta is None or meta.get("memory") != self.name or self._expired(meta):
             return None
         return meta
+
+    def _expired(self, meta: Mapping[str, Any], now: float | None = None) -> bool:
+        if self.retention is None:
+            return False
+        cutoff = self.retention.cutoff(now)
+        return cutoff is not None and _written_at(meta) < cutoff
 
     def _require(self, namespace: str) -> dict[str, Any]:
         meta = self._meta(namespace)
@@ -260,7 +301,22 @@ class TaskMemory:
             meta["chunks"] = seq
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
-            return self._public_meta(namespace, meta)
+            emit_safely(
+                self.tracer,
+                TraceEvent(
+                    "offload",
+                    scope=self._scope_fields(),
+                    tokens=sum(int(e["tokens"]) for e in entries),
+                    included=[
+                        {"artifact_id": e.get("artifact_id"), "chunks": e["chunks"]}
+                        for e in entries
+                    ],
+                    detail={"namespace": namespace, "tool": tool, "activity": activity},
+                ),
+            )
+        if self.retention is not None and self.retention.on_write:
+            self.prune(keep=namespace)
+        return self._public_meta(namespace, meta)
 
     def process_output(
         self,
@@ -319,7 +375,92 @@ class TaskMemory:
     def namespaces(self) -> list[str]:
         """Committed namespaces of this memory and tenant, sorted."""
         docs = self.vector_store.list_metadata(_META_KEY)
-        return sorted(ns for ns, meta in docs.items() if meta.get("memory") == self.name)
+        return sorted(
+            ns
+            for ns, meta in docs.items()
+            if meta.get("memory") == self.name and not self._expired(meta)
+        )
+
+    def _scope_fields(self) -> dict[str, str]:
+        return self.scope.fields() if self.scope is not None else {"tenant": self.tenant}
+
+    def prune(
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        now: float | None = None,
+        keep: str | None = None,
+    ) -> PruneReport:
+        """Delete expired namespaces, then the oldest beyond ``max_count`` / ``max_tokens``.
+
+        Args:
+            policy: The bounds; this memory's ``retention`` by default.
+            now: The current POSIX time (tests pin it).
+            keep: A namespace never evicted for count/tokens (the one just written).
+
+        Raises:
+            ValidationError: No policy given and the memory has none.
+        """
+        policy = policy or self.retention
+        if policy is None:
+            raise ValidationError("prune needs a RetentionPolicy (none given, none configured)")
+        cutoff = policy.cutoff(now)
+        with self._lock:
+            docs = {
+                ns: meta
+                for ns, meta in self.vector_store.list_metadata(_META_KEY).items()
+                if meta.get("memory") == self.name
+            }
+            doomed = [
+                ns for ns, meta in docs.items() if cutoff is not None and _written_at(meta) < cutoff
+            ]
+            live = sorted(
+                (ns for ns in docs if ns not in doomed), key=lambda ns: _written_at(docs[ns])
+            )
+            tokens = sum(int(docs[ns].get("tokens", 0)) for ns in live)
+            while live and (
+                (policy.max_count is not None and len(live) > policy.max_count)
+                or (policy.max_tokens is not None and tokens > policy.max_tokens)
+            ):
+                victim = next((ns for ns in live if ns != keep), None)
+                if victim is None:
+                    break
+                live.remove(victim)
+                tokens -= int(docs[victim].get("tokens", 0))
+                doomed.append(victim)
+            for ns in doomed:
+                self.vector_store.delete_metadata(ns, _META_KEY)
+                self._kind_storage(docs[ns]["storage"]).discard(ns, None, tenant=self.tenant)
+        if doomed:
+            emit_safely(
+                self.tracer,
+                TraceEvent(
+                    "evict",
+                    scope=self._scope_fields(),
+                    dropped=[{"namespace": ns, "reason": "retention"} for ns in doomed],
+                ),
+            )
+        return PruneReport(namespaces=len(doomed))
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> dict[str, int]:
+        """Delete chunks, namespace metadata and blobs of every partition ``scope`` selects.
+
+        Reaches the whole collection and blob stores of this memory, not only its own
+        scope (it is an administrative call; :func:`offprompt.forget.forget` uses it).
+        Returns ``{"points": n, "blobs": m}``.
+        """
+        points = self.vector_store.forget_scope(scope, all=all)
+        blobs = 0
+        seen: set[int] = set()
+        for storage in self.storages.values():
+            store = getattr(storage, "blob_store", None)
+            if store is None or id(store) in seen:
+                continue
+            seen.add(id(store))
+            forget = getattr(store, "forget_scope", None)
+            if callable(forget):
+                blobs += int(forget(scope, all=all))
+        return {"points": points, "blobs": blobs}
 
     def _public_meta(self, namespace: str, meta: Mapping[str, Any]) -> dict[str, Any]:
         pages = 0
@@ -386,6 +527,17 @@ class TaskMemory:
         per_page = self._chunks_per_page(storage, self.page_tokens)
         hits = storage.query(
             namespace, meta["artifacts"], query, top_n, tenant=self.tenant, mode=mode
+        )
+        emit_safely(
+            self.tracer,
+            TraceEvent(
+                "query",
+                scope=self._scope_fields(),
+                tokens=sum(self.tokenizer.count(h.text) for h in hits),
+                scores={str(h.id): float(h.score) for h in hits},
+                included=[{"id": h.id, "chunk_index": h.payload.get("chunk_index")} for h in hits],
+                detail={"namespace": namespace, "query": query[:200], "top_n": top_n},
+            ),
         )
         return ListArtifact(
             value=[
@@ -560,3 +712,12 @@ class TaskMemory:
 
     async def anamespace_metadata(self, namespace: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.namespace_metadata, namespace)
+
+
+def _written_at(meta: Mapping[str, Any]) -> float:
+    """POSIX time of a namespace's last write (its ``updated_at`` / ``created_at``)."""
+    stamp = meta.get("updated_at") or meta.get("created_at")
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return 0.0

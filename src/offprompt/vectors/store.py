@@ -15,6 +15,9 @@ Engines (the API is identical; ``engine=`` picks one):
 
 Every point carries ``tenant``, ``namespace`` and ``kind`` in its payload and every
 read filters on all three, so one namespace (or tenant) never sees another's data.
+A view made by :meth:`QdrantVectorStore.with_scope` also writes and filters on
+``scope_user``, ``scope_agent``, ``scope_session`` and ``scope_run`` (``""`` when unset),
+all keyword-indexed, so a :class:`~offprompt.scope.Scope` is a hard partition too.
 """
 
 from __future__ import annotations
@@ -42,10 +45,32 @@ from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
+    from offprompt.scope import Scope
+
 __all__ = ["RESERVED_KEYS", "QdrantVectorStore"]
 
 #: Payload keys the store writes itself; callers cannot set or filter on them.
-RESERVED_KEYS = frozenset({"namespace", "tenant", "kind", "record_id", "text"})
+RESERVED_KEYS = frozenset(
+    {
+        "namespace",
+        "tenant",
+        "kind",
+        "record_id",
+        "text",
+        "scope_user",
+        "scope_agent",
+        "scope_session",
+        "scope_run",
+    }
+)
+#: Scope field -> payload key of the partition fields below the tenant.
+SCOPE_PAYLOAD_KEYS = {
+    "user": "scope_user",
+    "agent": "scope_agent",
+    "session": "scope_session",
+    "run": "scope_run",
+}
+_NO_SCOPE = {key: "" for key in SCOPE_PAYLOAD_KEYS.values()}
 Engine = Literal["auto", "edge", "client"]
 SearchMode = Literal["hybrid", "dense", "sparse"]
 _RECORD = "record"
@@ -134,6 +159,7 @@ class QdrantVectorStore:
     ) -> None:
         validate_namespace(collection, what="collection")
         self.tenant = validate_namespace(tenant, what="tenant")
+        self._scope: dict[str, str] = dict(_NO_SCOPE)
         if batch_size < 1:
             raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
         targets = [
@@ -186,6 +212,7 @@ class QdrantVectorStore:
             ("namespace", "keyword"),
             ("kind", "keyword"),
             ("record_id", "keyword"),
+            *((key, "keyword") for key in SCOPE_PAYLOAD_KEYS.values()),
         ):
             backend.ensure_index(key, kind, tenant=key == "tenant")  # type: ignore[arg-type]
         for key, kind in (payload_indexes or {}).items():
@@ -223,6 +250,77 @@ class QdrantVectorStore:
         view.tenant = validate_namespace(tenant, what="tenant")
         return view
 
+    def with_scope(self, scope: Scope) -> QdrantVectorStore:
+        """A view of the same collection in ``scope``'s partition.
+
+        The tenant is ``scope.tenant`` (``"default"`` when unset); user, agent, session
+        and run are written to and filtered on every point, so two scopes that differ
+        in any field never see each other's records, namespaces or metadata.
+
+        Example:
+            >>> from offprompt.scope import Scope
+            >>> store = QdrantVectorStore()
+            >>> view = store.with_scope(Scope(tenant="acme", user="u1"))
+            >>> view.upsert("docs", [VectorRecord(id="a", text="hello", payload={})])
+            >>> store.with_tenant("acme").count("docs"), view.count("docs")
+            (0, 1)
+        """
+        from offprompt.scope import as_scope
+
+        resolved = as_scope(scope)
+        view = self.with_tenant(resolved.tenant or "default")
+        view._scope = {
+            key: getattr(resolved, field) or "" for field, key in SCOPE_PAYLOAD_KEYS.items()
+        }
+        return view
+
+    @property
+    def scope(self) -> Scope:
+        """The :class:`~offprompt.scope.Scope` of this view."""
+        from offprompt.scope import Scope
+
+        return Scope(
+            tenant=self.tenant,
+            **{field: self._scope[key] or None for field, key in SCOPE_PAYLOAD_KEYS.items()},
+        )
+
+    def _pid(self, namespace: str, record_id: str) -> str:
+        extra = tuple(self._scope[key] for key in SCOPE_PAYLOAD_KEYS.values())
+        if not any(extra):
+            return point_id(self.tenant, namespace, record_id)
+        return point_id("\x1e".join((self.tenant, *extra)), namespace, record_id)
+
+    def _scope_cond(self) -> Cond:
+        return [("tenant", self.tenant), *self._scope.items()]
+
+    def _in_scope(self, payload: Mapping[str, Any]) -> bool:
+        return payload.get("tenant") == self.tenant and all(
+            payload.get(k, "") == v for k, v in self._scope.items()
+        )
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """Delete every record and metadata point of the partitions ``scope`` selects.
+
+        A selector: ``Scope(user="u1")`` deletes u1's points in every tenant (an unset
+        tenant is ``"default"`` for writes, but unrestricted here). Refuses the empty
+        scope unless ``all=True``. Returns the number of points deleted.
+        """
+        from offprompt.stores.base import check_selector
+
+        selected = check_selector(scope, all=all)
+        cond: Cond = []
+        if selected.tenant is not None:
+            cond.append(("tenant", selected.tenant))
+        for field, key in SCOPE_PAYLOAD_KEYS.items():
+            value = getattr(selected, field)
+            if value is not None:
+                cond.append((key, value))
+        with self._core.lock:
+            removed = self._backend.count(cond)
+            if removed:
+                self._backend.delete_filter(cond)
+        return removed
+
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
         """Index payload field ``key`` (needed by servers for filtering and ``order_by``)."""
         if kind not in ("keyword", "integer", "float", "bool", "datetime"):
@@ -233,7 +331,7 @@ class QdrantVectorStore:
 
     def _cond(self, namespace: str, filter: Mapping[str, Any] | None, kind: str = _RECORD) -> Cond:
         validate_namespace(namespace)
-        cond: Cond = [("tenant", self.tenant), ("namespace", namespace), ("kind", kind)]
+        cond: Cond = [*self._scope_cond(), ("namespace", namespace), ("kind", kind)]
         for key, value in (filter or {}).items():
             if not isinstance(key, str) or not key:
                 raise ValidationError(f"filter keys must be non-empty str, got {key!r}")
@@ -258,6 +356,7 @@ class QdrantVectorStore:
         return {
             **extra,
             "tenant": self.tenant,
+            **self._scope,
             "namespace": namespace,
             "kind": kind,
             "record_id": record_id,
@@ -298,7 +397,7 @@ class QdrantVectorStore:
                 sparse = None
             points.append(
                 BackendPoint(
-                    id=point_id(self.tenant, namespace, record.id),
+                    id=self._pid(namespace, record.id),
                     dense=vector if vector is not None and any(vector) else None,
                     sparse=sparse,
                     payload=self._payload(namespace, record.id, record.text, record.payload),
@@ -435,14 +534,14 @@ class QdrantVectorStore:
             self._backend.set_payload(existing, dict(payload))
 
     def _existing(self, namespace: str, ids: Sequence[str]) -> list[str]:
-        pids = [point_id(self.tenant, namespace, str(i)) for i in ids]
+        pids = [self._pid(namespace, str(i)) for i in ids]
         found = self._backend.retrieve(pids)
         return [
             s.id
             for s in found
             if s.payload.get("kind") == _RECORD
             and s.payload.get("namespace") == namespace
-            and s.payload.get("tenant") == self.tenant
+            and self._in_scope(s.payload)
         ]
 
     def delete(
@@ -472,9 +571,7 @@ class QdrantVectorStore:
 
     def namespaces(self) -> list[str]:
         """Namespaces of this tenant that hold at least one record, sorted."""
-        return self._backend.facet(
-            "namespace", [("tenant", self.tenant), ("kind", _RECORD)], 1_000_000
-        )
+        return self._backend.facet("namespace", [*self._scope_cond(), ("kind", _RECORD)], 1_000_000)
 
     # -------------------------------------------------------------- metadata points
 
@@ -487,7 +584,7 @@ class QdrantVectorStore:
         """
         validate_namespace(namespace)
         point = BackendPoint(
-            id=point_id(self.tenant, namespace, "\x00meta:" + key),
+            id=self._pid(namespace, "\x00meta:" + key),
             dense=None,
             sparse=None,
             payload=self._payload(namespace, key, "", payload, kind=_META),
@@ -497,15 +594,15 @@ class QdrantVectorStore:
     def get_metadata(self, namespace: str, key: str) -> dict[str, Any] | None:
         """The metadata document ``key`` of ``namespace``, or None."""
         validate_namespace(namespace)
-        found = self._backend.retrieve([point_id(self.tenant, namespace, "\x00meta:" + key)])
+        found = self._backend.retrieve([self._pid(namespace, "\x00meta:" + key)])
         for s in found:
-            if s.payload.get("kind") == _META and s.payload.get("tenant") == self.tenant:
+            if s.payload.get("kind") == _META and self._in_scope(s.payload):
                 return {k: v for k, v in s.payload.items() if k not in RESERVED_KEYS}
         return None
 
     def list_metadata(self, key: str) -> dict[str, dict[str, Any]]:
         """``{namespace: document}`` of every metadata document ``key`` of this tenant."""
-        cond: Cond = [("tenant", self.tenant), ("kind", _META), ("record_id", key)]
+        cond: Cond = [*self._scope_cond(), ("kind", _META), ("record_id", key)]
         out: dict[str, dict[str, Any]] = {}
         offset: str | None = None
         while True:
@@ -519,7 +616,7 @@ class QdrantVectorStore:
 
     def delete_metadata(self, namespace: str, key: str) -> None:
         validate_namespace(namespace)
-        self._backend.delete_ids([point_id(self.tenant, namespace, "\x00meta:" + key)])
+        self._backend.delete_ids([self._pid(namespace, "\x00meta:" + key)])
 
     def flush(self) -> None:
         """Make everything written so far durable (edge engine; a no-op for qdrant-client)."""
@@ -614,13 +711,13 @@ class QdrantVectorStore:
         bad = RESERVED_KEYS.intersection(payload)
         if bad:
             raise ValidationError(f"payload keys {sorted(bad)} are reserved by the store")
-        found = await native.aretrieve([point_id(self.tenant, namespace, str(i)) for i in ids])
+        found = await native.aretrieve([self._pid(namespace, str(i)) for i in ids])
         existing = [
             s.id
             for s in found
             if s.payload.get("kind") == _RECORD
             and s.payload.get("namespace") == namespace
-            and s.payload.get("tenant") == self.tenant
+            and self._in_scope(s.payload)
         ]
         if existing:
             await native.aset_payload(existing, dict(payload))

@@ -1,0 +1,202 @@
+"""``forget(scope)``: delete everything stored for a subject, in every store given.
+
+Messages, summaries, steps, plans and traces (conversation stores), task-memory chunks,
+namespace metadata and blobs (task memories, blob stores), and anything else that
+implements :class:`Forgettable` (long-term memory joins this way). Each participant
+deletes by a filter the store evaluates itself, so a re-run after a crash finds the
+part already done empty ("already gone") and finishes the rest: ``forget`` is
+idempotent. SQLite stores run with ``secure_delete`` and are checkpointed
+(``wal_checkpoint(TRUNCATE)``), so deleted bytes stay neither in free pages nor in the
+WAL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from offprompt.errors import StorageError
+from offprompt.scope import Scope
+from offprompt.stores.base import BaseStore, check_selector
+
+__all__ = ["ForgetError", "ForgetReport", "Forgettable", "StoreForgetResult", "aforget", "forget"]
+
+
+@runtime_checkable
+class Forgettable(Protocol):
+    """Anything that can delete what it holds for a scope; returns how many items it deleted.
+
+    ``scope`` is a selector: every set field must match. It is never empty (``forget``
+    refuses that unless ``all=True``, and then passes ``Scope()``).
+    """
+
+    def forget(self, scope: Scope) -> int: ...
+
+
+@dataclass
+class StoreForgetResult:
+    """What one participant deleted.
+
+    Attributes:
+        name: Which participant (its ``repr``).
+        deleted: Counts by kind (``messages``, ``state``, ``blobs``, ``points``, ``items``).
+        error: The error that stopped it, if any (re-run ``forget`` to finish).
+    """
+
+    name: str
+    deleted: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(v for k, v in self.deleted.items() if k != "sessions")
+
+    @property
+    def already_gone(self) -> bool:
+        """Nothing left to delete here (a previous run, or there never was anything)."""
+        return self.error is None and self.total == 0
+
+
+@dataclass
+class ForgetReport:
+    """Per-participant results of :func:`forget`.
+
+    Attributes:
+        scope: What was forgotten.
+        results: One entry per participant, in the order they ran.
+    """
+
+    scope: Scope
+    results: list[StoreForgetResult] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(r.total for r in self.results)
+
+    @property
+    def complete(self) -> bool:
+        return all(r.error is None for r in self.results)
+
+    def lines(self) -> list[str]:
+        """One human line per participant."""
+        out = []
+        for r in self.results:
+            if r.error is not None:
+                out.append(f"{r.name}: FAILED ({r.error}); run forget again to finish")
+            elif r.already_gone:
+                out.append(f"{r.name}: nothing to delete (already gone)")
+            else:
+                counts = ", ".join(f"{v} {k}" for k, v in r.deleted.items() if v)
+                out.append(f"{r.name}: deleted {counts}")
+        return out
+
+
+class ForgetError(StorageError):
+    """``forget`` could not finish; ``report`` says what was deleted. Safe to re-run."""
+
+    def __init__(self, message: str, report: ForgetReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def forget(
+    scope: Scope,
+    *,
+    stores: Sequence[Any] = (),
+    task_memory: Any = None,
+    blob_stores: Sequence[Any] = (),
+    participants: Iterable[Forgettable] = (),
+    all: bool = False,
+) -> ForgetReport:
+    """Delete everything stored for ``scope`` in every store given; report per store.
+
+    Args:
+        scope: A selector: ``Scope(user="u1")`` is u1 in every tenant, agent and
+            session; ``Scope(tenant="acme", session="s1")`` one session of one tenant.
+        stores: Conversation stores (messages, summaries, steps, plans, traces).
+        task_memory: A ``TaskMemory`` or a sequence of them (chunks, metadata, blobs).
+        blob_stores: Extra blob stores (``FileBlobStore`` ...).
+        participants: Anything :class:`Forgettable` (long-term memory).
+        all: Required to forget with an empty scope (everything in every store).
+
+    Returns:
+        The per-participant report.
+
+    Raises:
+        ValidationError: ``scope`` is empty and ``all`` is not set.
+        ForgetError: A participant failed; the others still ran. Re-run to finish.
+
+    Example:
+        >>> from offprompt.stores import InMemoryStore
+        >>> from offprompt.messages import Message
+        >>> store = InMemoryStore()
+        >>> _ = store.append("s", [Message.user("hi")], [1], scope=Scope(user="u1"))
+        >>> forget(Scope(user="u1"), stores=[store]).total
+        1
+    """
+    selected = check_selector(scope, all=all)
+    memories = (
+        []
+        if task_memory is None
+        else list(task_memory)
+        if isinstance(task_memory, (list, tuple))
+        else [task_memory]
+    )
+    report = ForgetReport(selected)
+    steps: list[tuple[str, Any]] = []
+    steps += [(repr(s), lambda s=s: _store(s, selected, all)) for s in stores]
+    steps += [(repr(m), lambda m=m: m.forget_scope(selected, all=all)) for m in memories]
+    steps += [
+        (repr(b), lambda b=b: {"blobs": int(b.forget_scope(selected, all=all))})
+        for b in blob_stores
+    ]
+    steps += [(repr(p), lambda p=p: {"items": int(p.forget(selected))}) for p in participants]
+    for name, run in steps:
+        result = StoreForgetResult(name)
+        try:
+            result.deleted = dict(run())
+        except Exception as exc:
+            result.error = f"{type(exc).__name__}: {exc}"
+        report.results.append(result)
+    if not report.complete:
+        failed = [r.name for r in report.results if r.error is not None]
+        raise ForgetError(
+            f"forget({selected}) did not finish in {', '.join(failed)}; run it again", report
+        )
+    return report
+
+
+def _store(store: Any, scope: Scope, all: bool) -> dict[str, int]:
+    if not isinstance(store, BaseStore):
+        raise StorageError(f"{store!r} is not an offprompt store with forget_scope")
+    counts = store.forget_scope(scope, all=all)
+    return {
+        "messages": counts.messages,
+        "state": counts.state,
+        "blobs": counts.blobs,
+        "sessions": counts.sessions,
+    }
+
+
+async def aforget(
+    scope: Scope,
+    *,
+    stores: Sequence[Any] = (),
+    task_memory: Any = None,
+    blob_stores: Sequence[Any] = (),
+    participants: Iterable[Forgettable] = (),
+    all: bool = False,
+) -> ForgetReport:
+    """Async twin of :func:`forget` (runs in a worker thread)."""
+    import asyncio
+
+    return await asyncio.to_thread(
+        forget,
+        scope,
+        stores=stores,
+        task_memory=task_memory,
+        blob_stores=blob_stores,
+        participants=list(participants),
+        all=all,
+    )
