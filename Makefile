@@ -27,7 +27,7 @@ test: setup $(BROWSER_STAMP)
 	$(BIN)/python -m pytest -n 2
 
 demo: setup
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/offprompt demo
 
 lint: setup
 	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks

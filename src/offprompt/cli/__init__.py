@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_demo(args: argparse.Namespace, ctx: Context) -> int:
-    from offprompt import demo  # type: ignore[attr-defined,unused-ignore]
+    demo = importlib.import_module("offprompt.demo")
 
     if args.home is not None:
         os.environ["OFFPROMPT_HOME"] = str(ctx.home)

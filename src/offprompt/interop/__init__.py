@@ -7,7 +7,8 @@ the conversion to this package. What a format cannot carry is listed in a
 
 Modules: ``langchain`` (``messages_to_dict`` JSON), ``llamaindex`` (``ChatMessage``
 dicts and ``SimpleChatStore`` files), ``griptape`` (conversation-memory JSON),
-``smolagents`` (``get_full_steps()`` dicts). Import the one you need; they are not
+``smolagents`` (``get_full_steps()`` dicts), ``mem0`` (``Memory.get_all()`` results into
+long-term memory fragments). Import the one you need; they are not
 loaded by ``import offprompt.interop``.
 """
 
