@@ -8,14 +8,16 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from offprompt.errors import ValidationError
+from offprompt.errors import NamespaceError, ValidationError
 from offprompt.longterm import (
     DiscardedMemoryFragments,
     MemoryFragment,
     Scope,
     fragment_id_time,
+    merge_scopes,
     new_fragment_id,
 )
+from offprompt.scope import Scope as CoreScope
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, 890000, tzinfo=timezone.utc)
 
@@ -109,11 +111,34 @@ def test_scope_matching_and_merge() -> None:
     assert not alice.matches(Scope(user="bob"))
     assert not alice.matches(Scope())
     assert Scope().matches(Scope(user="anyone"))
-    assert Scope(agent="a1").merged(Scope(user="u")) == Scope(user="u", agent="a1")
+    assert merge_scopes(Scope(agent="a1"), Scope(user="u")) == Scope(user="u", agent="a1")
+    assert merge_scopes(Scope(user="a"), Scope(user="b", run="r")) == Scope(user="b", run="r")
+    assert merge_scopes(Scope(tenant="t"), None) == Scope(tenant="t")
     with pytest.raises(ValidationError):
         Scope(user="  ")
     with pytest.raises(ValidationError):
-        Scope(tenant="x")  # type: ignore[call-arg]
+        Scope(colour="x")  # type: ignore[call-arg]
+
+
+def test_longterm_scope_is_the_one_core_scope() -> None:
+    assert Scope is CoreScope
+    full = Scope(tenant="acme", user="u1", agent="a", session="s", run="r")
+    assert MemoryFragment(observation="x", scope=full).scope == full
+
+
+def test_fragment_scope_accepts_the_mem0_style_keywords_dict_or_none() -> None:
+    by_dict = MemoryFragment(observation="x", scope={"user": "u1", "agent": "a", "session": "s"})
+    assert by_dict.scope == Scope(user="u1", agent="a", session="s")
+    assert MemoryFragment(observation="x", scope=None).scope == Scope()
+    assert MemoryFragment.build("x", scope=Scope(user="u1")).scope.user == "u1"
+
+
+@pytest.mark.parametrize("bad", ["a/b", "..", "../etc", "x\x00y", "", "y" * 201])
+def test_unsafe_scope_values_are_refused_clearly(bad: str) -> None:
+    with pytest.raises(NamespaceError, match="scope value"):
+        Scope(user=bad)
+    with pytest.raises(ValidationError, match="scope"):
+        MemoryFragment(observation="x", scope={"user": bad})
 
 
 def test_discarded_fragments_bool_and_extend() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from offprompt.errors import NotFoundError, ValidationError
+from offprompt.errors import NamespaceError, NotFoundError, ValidationError
 from offprompt.longterm import LongTermMemory, MemoryFragment, Scope
 from offprompt.vectors import HashingEmbedder, QdrantVectorStore
 
@@ -92,13 +92,16 @@ def test_importance_is_scored_when_missing(ltm: LongTermMemory) -> None:
 def test_forgotten_and_merged_are_skipped(ltm: LongTermMemory) -> None:
     a, b, c = (_f(f"project deadline is friday {i}") for i in range(3))
     ltm.write_batch([a, b, c])
-    ltm.forget([a.id])
+    ltm.mark_forgotten([a.id])
     ltm.mark_merged([b.id])
     assert [f.id for f in ltm.read("project deadline", k=5)] == [c.id]
     assert ltm.count() == 1
+    assert ltm.count(include_inactive=True) == 3
     assert len(ltm.fragments(include_inactive=True)) == 3
     with pytest.raises(ValidationError):
-        ltm.forget(a.id)
+        ltm.mark_forgotten(a.id)
+    with pytest.raises(ValidationError, match="mark_forgotten"):
+        ltm.forget([a.id])  # type: ignore[arg-type]
 
 
 def test_scopes_never_leak_identical_fragments(ltm: LongTermMemory) -> None:
@@ -189,9 +192,13 @@ def test_bad_input_is_refused_and_nothing_is_written(ltm: LongTermMemory) -> Non
 
 def test_unicode_and_large_fragments(ltm: LongTermMemory) -> None:
     text = "Benutzer möchte Ünïcødé-Antworten 🧠 " + "lorem ipsum " * 20_000
-    stored = ltm.write(_f(text, scope=Scope(user="ü-ß/..\\x")))
-    got = ltm.read("Ünïcødé Antworten", k=1, scope=Scope(user="ü-ß/..\\x"))
+    stored = ltm.write(_f(text, scope=Scope(user="ü-ß 🧠 x")))
+    got = ltm.read("Ünïcødé Antworten", k=1, scope=Scope(user="ü-ß 🧠 x"))
     assert got[0].id == stored.id and got[0].observation == text
+    # path-like scope values are refused before anything is written
+    with pytest.raises(NamespaceError, match="scope value"):
+        ltm.write(_f(text, scope=Scope(user="ü-ß/..\\x")))
+    assert ltm.count() == 1
 
 
 def test_persists_across_reopen(tmp_path: Path, clock: Clock) -> None:
@@ -232,6 +239,6 @@ async def test_async_twins(ltm: LongTermMemory, clock: Clock) -> None:
     assert all(r[0].fragment.scope == Scope(agent="a1") for r in results)
     insights = await ltm.areflect(scope=Scope(agent="a1"))
     assert insights and insights[0].scope == Scope(agent="a1")
-    await ltm.aforget([stored.id])
+    await ltm.amark_forgotten([stored.id])
     assert stored.id not in [f.id for f in await ltm.aread("rockets", k=5)]
     assert await ltm.aclear(scope=Scope(agent="a1")) == 2 + len(insights)

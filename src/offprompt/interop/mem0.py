@@ -37,8 +37,8 @@ Example:
     ...      "metadata": None, "created_at": "2025-01-02T03:04:06+00:00",
     ...      "updated_at": None, "user_id": "bob"}]}
     >>> fragments = memories_from_mem0(data)
-    >>> fragments[0].scope, fragments[0].meta["mem0"]["id"]
-    (Scope(user='alice', agent=None, session=None), 'm1')
+    >>> fragments[0].scope.user, fragments[0].meta["mem0"]["id"]
+    ('alice', 'm1')
     >>> memories_to_mem0(fragments) == data
     True
     >>> ltm = LongTermMemory()

@@ -1,7 +1,8 @@
 """Long-term memory, DB-GPT's model: fragments flow sensory -> short-term -> long-term.
 
 * :class:`MemoryFragment` - one observation with a time-ordered id, importance,
-  last-accessed time, insight flag and :class:`Scope` (user / agent / session).
+  last-accessed time, insight flag and a :class:`Scope` (``offprompt.scope.Scope``:
+  tenant / user / agent / session / run).
 * :class:`SensoryMemory`, :class:`ShortTermMemory`, :class:`EnhancedShortTermMemory` -
   in-process buffers that decide what is worth keeping.
 * :class:`LongTermMemory` - fragments in Qdrant, recalled by
@@ -19,6 +20,7 @@ from offprompt.longterm.fragment import (
     MemoryFragment,
     Scope,
     fragment_id_time,
+    merge_scopes,
     new_fragment_id,
 )
 from offprompt.longterm.hybrid import HybridMemory
@@ -76,6 +78,7 @@ __all__ = [
     "cosine_similarity",
     "format_memories",
     "fragment_id_time",
+    "merge_scopes",
     "new_fragment_id",
     "parse_insights",
     "parse_rating",

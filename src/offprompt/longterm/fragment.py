@@ -2,8 +2,9 @@
 
 A fragment is one observation the agent may want to recall later, with what the
 retrieval score needs: an importance in ``[0, 1]``, when it was last accessed, whether
-it is an insight (distilled from other fragments), and a :class:`Scope` (user / agent /
-session) that reads filter on.
+it is an insight (distilled from other fragments), and a :class:`~offprompt.scope.Scope`
+(tenant / user / agent / session / run; the same ``Scope`` every offprompt store takes)
+that reads filter on. ``offprompt.longterm.Scope`` is that class, re-exported.
 
 Ids are time-ordered: a UUIDv7-style string whose first 48 bits are the creation time
 in Unix milliseconds, so ``fragment.created_at`` is read from the id itself and ids sort
@@ -25,6 +26,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._validation import ensure_json, validation_error
 from offprompt.errors import ValidationError
+from offprompt.scope import Scope
 
 __all__ = [
     "Clock",
@@ -32,6 +34,7 @@ __all__ = [
     "MemoryFragment",
     "Scope",
     "fragment_id_time",
+    "merge_scopes",
     "new_fragment_id",
     "utc",
 ]
@@ -107,61 +110,18 @@ def fragment_id_time(fragment_id: str) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
-class Scope(BaseModel):
-    """Who a fragment belongs to. Any part may be None.
-
-    A read with a scope matches fragments whose every *given* part is equal; None
-    parts of the read scope match anything. The filter is applied inside the Qdrant
-    query, so another user's fragments are never even fetched.
+def merge_scopes(base: Scope, over: Scope | None) -> Scope:
+    """``base`` with the set fields of ``over`` laid over it.
 
     Example:
-        >>> Scope(user="alice").matches(Scope(user="alice", session="s1"))
+        >>> merge_scopes(Scope(agent="a1"), Scope(user="u")) == Scope(user="u", agent="a1")
         True
-        >>> Scope(user="alice").matches(Scope(user="bob"))
-        False
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    user: str | None = None
-    agent: str | None = None
-    session: str | None = None
-
-    @field_validator("user", "agent", "session")
-    @classmethod
-    def _non_empty(cls, value: str | None) -> str | None:
-        if value is not None and (not value.strip() or len(value) > 512):
-            raise ValueError("a scope part must be a non-blank string of at most 512 characters")
-        return value
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except PydanticValidationError as exc:
-            raise validation_error("Scope", exc) from None
-
-    def parts(self) -> dict[str, str]:
-        """The given parts as ``{"user": ..., ...}``."""
-        return {
-            k: v
-            for k, v in (("user", self.user), ("agent", self.agent), ("session", self.session))
-            if v is not None
-        }
-
-    def merged(self, other: Scope | None) -> Scope:
-        """This scope with the given parts of ``other`` laid over it."""
-        if other is None:
-            return self
-        return Scope(**{**self.parts(), **other.parts()})
-
-    def matches(self, fragment_scope: Scope) -> bool:
-        """Whether a fragment with ``fragment_scope`` is visible to a read with this scope."""
-        theirs = fragment_scope.parts()
-        return all(theirs.get(k) == v for k, v in self.parts().items())
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.parts()
+    if over is None or over.is_empty:
+        return base
+    if base.is_empty:
+        return over
+    return Scope(**{**base.fields(), **over.fields()})
 
 
 class MemoryFragment(BaseModel):
@@ -174,12 +134,14 @@ class MemoryFragment(BaseModel):
         importance: In ``[0, 1]``; None until a scorer (or the caller) sets it.
         is_insight: True for a fragment distilled from others.
         last_accessed_at: When a read last returned it (UTC); defaults to creation time.
-        scope: User / agent / session it belongs to.
+        scope: The :class:`~offprompt.scope.Scope` it belongs to; a dict of its fields
+            (``{"user": "u1", "session": "s1"}``) or ``None`` (unscoped) is accepted.
         meta: Extra JSON data kept with it.
 
     Raises:
         ValidationError: empty observation, NaN/inf or empty embedding, importance
-            outside ``[0, 1]``, non-JSON ``meta``.
+            outside ``[0, 1]``, non-JSON ``meta``, a scope value with ``/``, ``..`` or
+            control characters.
 
     Example:
         >>> f = MemoryFragment(observation="Alice prefers window seats", importance=0.8)
@@ -209,6 +171,11 @@ class MemoryFragment(BaseModel):
             super().__setattr__(name, value)
         except PydanticValidationError as exc:
             raise validation_error("MemoryFragment", exc) from None
+
+    @field_validator("scope", mode="before")
+    @classmethod
+    def _scope(cls, value: Any) -> Any:
+        return Scope() if value is None else value
 
     @field_validator("id")
     @classmethod

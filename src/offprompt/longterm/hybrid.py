@@ -17,14 +17,22 @@ scope.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from datetime import datetime
 
 from offprompt.errors import ValidationError
-from offprompt.longterm.fragment import DiscardedMemoryFragments, MemoryFragment, Scope
+from offprompt.longterm.fragment import (
+    DiscardedMemoryFragments,
+    MemoryFragment,
+    Scope,
+    merge_scopes,
+)
 from offprompt.longterm.long_term import LongTermMemory
 from offprompt.longterm.scoring import ImportanceScorer
 from offprompt.longterm.sensory import SensoryMemory
 from offprompt.longterm.short_term import EnhancedShortTermMemory, ShortTermMemory
+from offprompt.retention import RetentionPolicy
 
 __all__ = ["HybridMemory"]
 
@@ -170,7 +178,7 @@ class HybridMemory:
     def _with_short_term(
         self, found: list[MemoryFragment], scope: Scope | None
     ) -> list[MemoryFragment]:
-        visible = self.long_term.scope.merged(scope)
+        visible = merge_scopes(self.long_term.scope, scope)
         seen = {(f.observation, f.scope) for f in found}
         extra = [
             f
@@ -236,6 +244,52 @@ class HybridMemory:
         self.sensory.clear()
         self.short_term.clear()
         return await self.long_term.aclear(scope=scope)
+
+    def forget(self, scope: Scope) -> int:
+        """Delete everything held for ``scope``: its buffered sensory and short-term
+        fragments and its long-term fragments (with derived insights); returns how many.
+
+        The :class:`offprompt.forget.Forgettable` hook, so
+        ``forget(scope, participants=[hybrid])`` works; see :meth:`LongTermMemory.forget`.
+
+        Example:
+            >>> memory = HybridMemory()
+            >>> _ = memory.write(MemoryFragment(observation="u1 is vegan", scope=Scope(user="u1")))
+            >>> memory.forget(Scope(user="u1")) >= 1
+            True
+            >>> memory.close()
+        """
+        if not isinstance(scope, Scope):
+            raise ValidationError(
+                f"forget(scope) takes an offprompt Scope, got {type(scope).__name__}"
+            )
+        visible = merge_scopes(self.long_term.scope, scope)
+        buffered = self.sensory.forget(visible) + self.short_term.forget(visible)
+        return buffered + self.long_term.forget(scope)
+
+    async def aforget(self, scope: Scope) -> int:
+        """Async twin of :meth:`forget`."""
+        return await asyncio.to_thread(self.forget, scope)
+
+    def prune(
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        scope: Scope | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Apply a retention policy to the long-term fragments (see :meth:`LongTermMemory.prune`)."""
+        return self.long_term.prune(policy, scope=scope, now=now)
+
+    async def aprune(
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        scope: Scope | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Async twin of :meth:`prune`."""
+        return await self.long_term.aprune(policy, scope=scope, now=now)
 
     def close(self) -> None:
         """Close the long-term memory if this hybrid memory created it."""

@@ -18,10 +18,25 @@ where ``similarity`` is the cosine similarity of the query and fragment embeddin
 pool is rescored, and the best ``k`` are returned; their ``last_accessed_at`` becomes
 ``now`` (in the store too). Forgotten and merged fragments are skipped.
 
-Scope (user / agent / session) and the forgotten / merged flags are payload conditions
-inside the Qdrant query itself, never a filter applied afterwards in Python. The flags
-are stored as integers 0 / 1: the embedded engine's ``MatchValue`` turns a Python bool
-into an integer, so a boolean payload would never match a boolean condition.
+Scope and the forgotten / merged flags are payload conditions inside the Qdrant query
+itself, never a filter applied afterwards in Python. The scope is the one
+:class:`~offprompt.scope.Scope` every offprompt store takes, stored in this memory's own
+keyword-indexed payload keys ``mem_tenant``, ``mem_user``, ``mem_agent``,
+``mem_session`` and ``mem_run`` (absent when unset). The vector store's own partition
+(:meth:`~offprompt.vectors.QdrantVectorStore.with_scope`) does not fit long-term memory:
+it is an exact partition (an unset field is ``""`` and must match ``""``), whereas a
+long-term read is a selector - ``Scope(user="alice")`` recalls alice's fragments from
+every session and agent - and fragments of many scopes share one memory. Pass a
+``with_tenant`` / ``with_scope`` view as ``vector_store`` to add that hard partition on
+top. The flags are stored as integers 0 / 1 (as written by earlier versions, so stored
+memories keep working); the vector store matches real bools on both engines too.
+
+Privacy and retention: :meth:`LongTermMemory.forget` deletes a subject's fragments (and
+insights derived from them) and satisfies :class:`offprompt.forget.Forgettable`;
+``retention=`` (a :class:`~offprompt.retention.RetentionPolicy`) bounds what a scope
+holds, applied by :meth:`LongTermMemory.prune` and on write. Reads emit a
+``longterm_read`` :class:`~offprompt.trace.TraceEvent` with every candidate's
+similarity, recency and importance, and why the dropped ones were dropped.
 """
 
 from __future__ import annotations
@@ -33,28 +48,39 @@ from datetime import datetime, timezone
 from typing import Any
 
 from offprompt.errors import NotFoundError, ValidationError
-from offprompt.longterm.fragment import Clock, MemoryFragment, Scope, utc
+from offprompt.longterm.fragment import Clock, MemoryFragment, Scope, merge_scopes, utc
 from offprompt.longterm.scoring import (
     ExtractiveInsightExtractor,
     HeuristicImportanceScorer,
     ImportanceScorer,
     InsightExtractor,
 )
-from offprompt.vectors import Hit, QdrantVectorStore, VectorRecord, validate_namespace
+from offprompt.retention import RetentionPolicy
+from offprompt.tokens import Tokenizer, default_tokenizer
+from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
+from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
 
-_SCOPE_KEYS = {"user": "mem_user", "agent": "mem_agent", "session": "mem_session"}
+#: Scope field -> payload key (selector semantics: a read filters on the fields it sets).
+_SCOPE_KEYS = {
+    "tenant": "mem_tenant",
+    "user": "mem_user",
+    "agent": "mem_agent",
+    "session": "mem_session",
+    "run": "mem_run",
+}
 _INDEXES = {
     "fragment_id": "keyword",
-    "mem_user": "keyword",
-    "mem_agent": "keyword",
-    "mem_session": "keyword",
+    **{key: "keyword" for key in _SCOPE_KEYS.values()},
     "forgotten": "integer",
     "merged": "integer",
     "is_insight": "integer",
     "created_ms": "integer",
+    "last_accessed_ts": "float",
 }
+#: Fragment ids per filtered delete when chasing insights derived from forgotten ones.
+_ID_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -84,11 +110,24 @@ class LongTermMemory:
         decay_rate: Recency decays as ``(1 - decay_rate) ** hours`` (in ``[0, 1)``).
         clock: Returns "now"; the wall clock (UTC) if omitted.
         namespace: Vector-store namespace of the fragments.
-        scope: Default scope laid under every read, write and clear.
+        scope: Default :class:`~offprompt.scope.Scope` laid under every read, write,
+            clear, forget and prune (its set fields win unless the call sets them too).
         importance_scorer: Scores fragments written without an importance.
         insight_extractor: Used by :meth:`reflect`.
         candidate_factor: Pool size multiplier for :meth:`read`.
         min_candidates: Smallest pool :meth:`read` rescores.
+        tracer: Receives a ``write`` event per write, a ``longterm_read`` event per read
+            and an ``evict`` event per prune that deleted something
+            (an :class:`~offprompt.trace.InMemoryTracer` if omitted).
+        retention: Bounds each scope's fragments (``max_age`` since last access,
+            ``max_count``, ``max_tokens``); see :meth:`prune`.
+        tokenizer: Counts observation tokens (trace costs and ``max_tokens``).
+
+    Attributes:
+        store: The vector store.
+        scope: The default scope.
+        tracer: The tracer events go to.
+        retention: The retention policy, or ``None`` (unbounded).
 
     Example:
         >>> ltm = LongTermMemory()
@@ -98,6 +137,10 @@ class LongTermMemory:
         ['Alice prefers window seats']
         >>> ltm.read("seat preference", scope=Scope(user="bob"))
         []
+        >>> ltm.tracer.events("longterm_read")[0].detail["returned"]
+        1
+        >>> ltm.forget(Scope(user="alice"))
+        1
         >>> ltm.close()
     """
 
@@ -113,11 +156,22 @@ class LongTermMemory:
         insight_extractor: InsightExtractor | None = None,
         candidate_factor: int = 4,
         min_candidates: int = 20,
+        tracer: Tracer | None = None,
+        retention: RetentionPolicy | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
         if not isinstance(decay_rate, (int, float)) or not 0 <= decay_rate < 1:
             raise ValidationError(f"decay_rate must be within [0, 1), got {decay_rate!r}")
         if candidate_factor < 1 or min_candidates < 1:
             raise ValidationError("candidate_factor and min_candidates must be >= 1")
+        if scope is not None and not isinstance(scope, Scope):
+            raise ValidationError(
+                f"scope must be an offprompt.scope.Scope, got {type(scope).__name__}"
+            )
+        if retention is not None and not isinstance(retention, RetentionPolicy):
+            raise ValidationError(
+                f"retention must be a RetentionPolicy, got {type(retention).__name__}"
+            )
         self.namespace = validate_namespace(namespace)
         self._owned = vector_store is None
         self.store = vector_store if vector_store is not None else QdrantVectorStore()
@@ -128,6 +182,9 @@ class LongTermMemory:
         self.insight_extractor: InsightExtractor = insight_extractor or ExtractiveInsightExtractor()
         self.candidate_factor = candidate_factor
         self.min_candidates = min_candidates
+        self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
+        self.retention = retention
+        self.tokenizer: Tokenizer = tokenizer or default_tokenizer()
         for key, kind in _INDEXES.items():
             self.store.create_payload_index(key, kind)  # type: ignore[arg-type]
 
@@ -142,12 +199,14 @@ class LongTermMemory:
 
     def _scope(self, scope: Scope | None) -> Scope:
         if scope is not None and not isinstance(scope, Scope):
-            raise ValidationError(f"scope must be a Scope, got {type(scope).__name__}")
-        return self.scope.merged(scope)
+            raise ValidationError(
+                f"scope must be an offprompt.scope.Scope, got {type(scope).__name__}"
+            )
+        return merge_scopes(self.scope, scope)
 
     @staticmethod
     def _scope_filter(scope: Scope) -> dict[str, Any]:
-        return {_SCOPE_KEYS[k]: v for k, v in scope.parts().items()}
+        return {_SCOPE_KEYS[k]: v for k, v in scope.fields().items()}
 
     def _live_filter(self, scope: Scope | None, *, include_insights: bool = True) -> dict[str, Any]:
         flt: dict[str, Any] = {"forgotten": 0, "merged": 0}
@@ -164,7 +223,7 @@ class LongTermMemory:
             update: dict[str, Any] = {}
             if score is not None:
                 update["importance"] = min(max(float(score), 0.0), 1.0)
-            merged_scope = self.scope.merged(fragment.scope)
+            merged_scope = merge_scopes(self.scope, fragment.scope)
             if merged_scope != fragment.scope:
                 update["scope"] = merged_scope
             out.append(fragment.model_copy(update=update) if update else fragment)
@@ -195,6 +254,7 @@ class LongTermMemory:
             "last_accessed_ts": fragment.accessed_at.timestamp(),
             "forgotten": 0,
             "merged": 0,
+            "tokens": self.tokenizer.count(fragment.observation),
             "meta": fragment.meta,
         }
         payload.update(self._scope_filter(fragment.scope))
@@ -220,7 +280,8 @@ class LongTermMemory:
             meta=dict(payload.get("meta") or {}),
         )
 
-    def _rescore(self, hits: list[Hit], k: int, now: datetime) -> list[ScoredFragment]:
+    def _rank(self, hits: list[Hit], now: datetime) -> list[tuple[float, Hit, float, float]]:
+        """``(score, hit, recency, importance)`` for every candidate, best first."""
         scored = []
         now_ts = now.timestamp()
         for hit in hits:
@@ -229,6 +290,11 @@ class LongTermMemory:
             importance = float(hit.payload.get("importance", 0.0))
             scored.append((hit.score + recency + importance, hit, recency, importance))
         scored.sort(key=lambda t: (-t[0], t[1].id))
+        return scored
+
+    def _rescore(
+        self, ranked: list[tuple[float, Hit, float, float]], k: int, now: datetime
+    ) -> list[ScoredFragment]:
         return [
             ScoredFragment(
                 fragment=self._fragment(hit.id, hit.text, hit.payload, accessed=now),
@@ -237,7 +303,7 @@ class LongTermMemory:
                 recency=recency,
                 importance=importance,
             )
-            for total, hit, recency, importance in scored[:k]
+            for total, hit, recency, importance in ranked[:k]
         ]
 
     def _pool(self, observation: str, k: int) -> int:
@@ -246,6 +312,89 @@ class LongTermMemory:
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValidationError(f"k must be an int >= 1, got {k!r}")
         return max(k * self.candidate_factor, self.min_candidates)
+
+    def _tokens(self, text: str, payload: Mapping[str, Any]) -> int:
+        stored = payload.get("tokens")
+        if isinstance(stored, int) and not isinstance(stored, bool):
+            return stored
+        return self.tokenizer.count(text)
+
+    def _emit_read(
+        self,
+        observation: str,
+        k: int,
+        pool: int,
+        scope: Scope,
+        include_insights: bool,
+        ranked: list[tuple[float, Hit, float, float]],
+    ) -> None:
+        def entry(total: float, hit: Hit, recency: float, importance: float) -> dict[str, Any]:
+            return {
+                "id": hit.id,
+                "score": total,
+                "similarity": hit.score,
+                "recency": recency,
+                "importance": importance,
+                "is_insight": bool(hit.payload.get("is_insight")),
+                "tokens": self._tokens(hit.text, hit.payload),
+            }
+
+        included = [entry(*item) for item in ranked[:k]]
+        dropped = [{**entry(*item), "reason": f"ranked below the top {k}"} for item in ranked[k:]]
+        scores: dict[str, float] = {}
+        for item in included:
+            for part in ("similarity", "recency", "importance"):
+                scores[f"{item['id']}.{part}"] = float(item[part])
+        excluded = ["other scopes", "forgotten", "merged"]
+        if not include_insights:
+            excluded.append("insights")
+        emit_safely(
+            self.tracer,
+            TraceEvent(
+                "longterm_read",
+                session_id=scope.session,
+                scope=scope.fields(),
+                tokens=sum(int(item["tokens"]) for item in included),
+                scores=scores,
+                included=included,
+                dropped=dropped,
+                detail={
+                    "query": observation[:200],
+                    "k": k,
+                    "pool": pool,
+                    "candidates": len(ranked),
+                    "returned": len(included),
+                    "namespace": self.namespace,
+                    "decay_rate": self.decay_rate,
+                    "filtered_in_store": excluded,
+                },
+            ),
+        )
+
+    def _emit_write(
+        self, written: Sequence[MemoryFragment], records: Sequence[VectorRecord]
+    ) -> None:
+        scopes = {f.scope for f in written}
+        scope = next(iter(scopes)) if len(scopes) == 1 else self.scope
+        emit_safely(
+            self.tracer,
+            TraceEvent(
+                "write",
+                session_id=scope.session,
+                scope=scope.fields(),
+                tokens=sum(int(r.payload["tokens"]) for r in records),
+                included=[
+                    {
+                        "id": f.id,
+                        "tokens": r.payload["tokens"],
+                        "importance": r.payload["importance"],
+                        "is_insight": f.is_insight,
+                    }
+                    for f, r in zip(written, records, strict=True)
+                ],
+                detail={"namespace": self.namespace, "memory": "longterm"},
+            ),
+        )
 
     # ------------------------------------------------------------------ write
 
@@ -258,14 +407,23 @@ class LongTermMemory:
         return self.write_batch([fragment])[0]
 
     def write_batch(self, fragments: Sequence[MemoryFragment]) -> list[MemoryFragment]:
-        """Store ``fragments`` in one upsert; all are validated before anything is written."""
+        """Store ``fragments`` in one upsert; all are validated before anything is written.
+
+        With a ``retention`` policy that applies on write, each written scope is pruned
+        afterwards (see :meth:`prune`).
+        """
         items = self._check(fragments)
         scores = [
             None if f.importance is not None else self.importance_scorer.score(f) for f in items
         ]
         prepared = self._prepared(items, scores)
         if prepared:
-            self.store.upsert(self.namespace, [self._record(f) for f in prepared])
+            records = [self._record(f) for f in prepared]
+            self.store.upsert(self.namespace, records)
+            self._emit_write(prepared, records)
+            if self.retention is not None and self.retention.on_write:
+                for scope in dict.fromkeys(f.scope for f in prepared):
+                    self._prune(self.retention, scope, None)
         return prepared
 
     async def awrite(self, fragment: MemoryFragment) -> MemoryFragment:
@@ -281,7 +439,12 @@ class LongTermMemory:
         ]
         prepared = self._prepared(items, scores)
         if prepared:
-            await self.store.aupsert(self.namespace, [self._record(f) for f in prepared])
+            records = await asyncio.to_thread(lambda: [self._record(f) for f in prepared])
+            await self.store.aupsert(self.namespace, records)
+            self._emit_write(prepared, records)
+            if self.retention is not None and self.retention.on_write:
+                for scope in dict.fromkeys(f.scope for f in prepared):
+                    await asyncio.to_thread(self._prune, self.retention, scope, None)
         return prepared
 
     # ------------------------------------------------------------------ read
@@ -298,18 +461,22 @@ class LongTermMemory:
         """The ``k`` best fragments for ``observation`` with their score parts.
 
         See the module docs for the formula. ``touch=False`` leaves access times alone.
+        Emits a ``longterm_read`` trace event.
         """
         pool = self._pool(observation, k)
+        resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
         hits = self.store.search(self.namespace, observation, top_n=pool, filter=flt, mode="dense")
         now = self.now()
-        result = self._rescore(hits, k, now)
+        ranked = self._rank(hits, now)
+        result = self._rescore(ranked, k, now)
         if touch and result:
             self.store.set_payload(
                 self.namespace,
                 [r.fragment.id for r in result],
                 {"last_accessed_ts": now.timestamp()},
             )
+        self._emit_read(observation, k, pool, resolved, include_insights, ranked)
         return result
 
     def read(
@@ -325,6 +492,8 @@ class LongTermMemory:
         ``score = similarity + (1 - decay_rate) ** hours_since_last_access + importance``
         over a pool of the most similar fragments; the returned ones are marked accessed
         now. ``scope`` (laid over the memory's default scope) is a hard Qdrant filter.
+        Emits a ``longterm_read`` trace event (scores of every candidate; why the
+        others were dropped).
 
         Raises:
             ValidationError: empty ``observation`` or ``k < 1``.
@@ -345,18 +514,23 @@ class LongTermMemory:
     ) -> list[ScoredFragment]:
         """Async twin of :meth:`search`."""
         pool = self._pool(observation, k)
+        resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
         hits = await self.store.asearch(
             self.namespace, observation, top_n=pool, filter=flt, mode="dense"
         )
         now = self.now()
-        result = self._rescore(hits, k, now)
+        ranked = self._rank(hits, now)
+        result = self._rescore(ranked, k, now)
         if touch and result:
             await self.store.aset_payload(
                 self.namespace,
                 [r.fragment.id for r in result],
                 {"last_accessed_ts": now.timestamp()},
             )
+        await asyncio.to_thread(
+            self._emit_read, observation, k, pool, resolved, include_insights, ranked
+        )
         return result
 
     async def aread(
@@ -397,28 +571,191 @@ class LongTermMemory:
         records.sort(key=lambda r: r.id)  # ids are time-ordered, also within one millisecond
         return [self._fragment(r.id, r.text, r.payload) for r in records]
 
-    def count(self, *, scope: Scope | None = None) -> int:
-        """How many live (not forgotten, not merged) fragments ``scope`` holds."""
+    def count(self, *, scope: Scope | None = None, include_inactive: bool = False) -> int:
+        """How many fragments ``scope`` holds: live ones (not forgotten, not merged), or all."""
+        if include_inactive:
+            flt = self._scope_filter(self._scope(scope))
+            return self.store.count(self.namespace, filter=flt or None)
         return self.store.count(self.namespace, filter=self._live_filter(scope))
 
     # ------------------------------------------------------------------ maintenance
 
     def _flag(self, ids: Sequence[str], key: str) -> None:
-        if isinstance(ids, str):
-            raise ValidationError(f"{key}: give a list of fragment ids, not one str")
+        if isinstance(ids, (str, Scope)):
+            raise ValidationError(f"{key}: give a list of fragment ids")
         self.store.set_payload(self.namespace, list(ids), {key: 1})
 
-    def forget(self, ids: Sequence[str]) -> None:
-        """Mark fragments forgotten: kept in the store, never returned by reads."""
+    def mark_forgotten(self, ids: Sequence[str]) -> None:
+        """Hide fragments: kept in the store, never returned by reads (use :meth:`forget`
+        to delete a subject's data)."""
         self._flag(ids, "forgotten")
 
     def mark_merged(self, ids: Sequence[str]) -> None:
         """Mark fragments merged into another one: kept, never returned by reads."""
         self._flag(ids, "merged")
 
-    async def aforget(self, ids: Sequence[str]) -> None:
+    async def amark_forgotten(self, ids: Sequence[str]) -> None:
+        """Async twin of :meth:`mark_forgotten`."""
+        await asyncio.to_thread(self.mark_forgotten, ids)
+
+    def forget(self, scope: Scope) -> int:
+        """Delete every fragment ``scope`` selects, and every insight derived from them.
+
+        ``scope`` is a selector laid over the memory's default scope: ``Scope(user="u1")``
+        deletes u1's fragments of every session and agent - live, forgotten and merged
+        ones, and the insights distilled from them, wherever they are stored. This is
+        the :class:`offprompt.forget.Forgettable` hook, so
+        ``forget(scope, participants=[memory])`` includes long-term memory; as that
+        protocol says, the empty ``Scope()`` (``forget(..., all=True)``) deletes every
+        fragment of this memory. Derived insights go first, so a crash midway leaves
+        a re-run that finishes the job.
+
+        Returns:
+            How many points were deleted (``0``: already gone).
+
+        Raises:
+            ValidationError: ``scope`` is not a :class:`~offprompt.scope.Scope`.
+
+        Example:
+            >>> ltm = LongTermMemory()
+            >>> _ = ltm.write(MemoryFragment(observation="u1 likes tea", scope=Scope(user="u1")))
+            >>> ltm.forget(Scope(user="u1")), ltm.forget(Scope(user="u1"))
+            (1, 0)
+            >>> ltm.close()
+        """
+        if not isinstance(scope, Scope):
+            raise ValidationError(
+                "forget(scope) deletes a subject's fragments and takes an offprompt Scope; "
+                f"got {type(scope).__name__} (to hide fragments by id use mark_forgotten)"
+            )
+        selected = self._scope(scope)
+        flt = self._scope_filter(selected)
+        ids = [
+            r.id
+            for batch in self.store.iter_scroll(self.namespace, filter=flt or None)
+            for r in batch
+        ]
+        removed = 0
+        base = self._scope_filter(self.scope)
+        for start in range(0, len(ids), _ID_BATCH):
+            chunk = ids[start : start + _ID_BATCH]
+            removed += self.store.delete(self.namespace, filter={**base, "meta.insight_of": chunk})
+        removed += self.store.delete(self.namespace, filter=flt or None)
+        return removed
+
+    async def aforget(self, scope: Scope) -> int:
         """Async twin of :meth:`forget`."""
-        await asyncio.to_thread(self.forget, ids)
+        return await asyncio.to_thread(self.forget, scope)
+
+    def prune(
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        scope: Scope | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Apply a retention policy to the fragments ``scope`` selects; returns how many
+        were deleted.
+
+        ``max_age`` deletes fragments neither written nor recalled for that long (a
+        read refreshes ``last_accessed_at``); ``max_count`` and ``max_tokens`` keep the
+        most recently accessed fragments (newest first on ties) and delete the rest.
+        Deletion happens in the store by id or by a range filter; an ``evict`` trace
+        event lists what went and why.
+
+        Args:
+            policy: The bounds; the memory's ``retention`` if omitted.
+            scope: What to bound (laid over the default scope); on write, each
+                written fragment's scope is pruned.
+            now: "Now" for ``max_age`` (the memory's clock if omitted).
+
+        Raises:
+            ValidationError: no policy given and the memory has none.
+
+        Example:
+            >>> from offprompt.retention import RetentionPolicy
+            >>> ltm = LongTermMemory(retention=RetentionPolicy(max_count=2))
+            >>> for i in range(5):
+            ...     _ = ltm.write(MemoryFragment(observation=f"fact {i}", scope=Scope(user="u")))
+            >>> ltm.count(scope=Scope(user="u"))
+            2
+            >>> ltm.close()
+        """
+        chosen = policy if policy is not None else self.retention
+        if chosen is None:
+            raise ValidationError("prune needs a RetentionPolicy (policy= or retention=)")
+        if not isinstance(chosen, RetentionPolicy):
+            raise ValidationError(f"policy must be a RetentionPolicy, got {type(chosen).__name__}")
+        return self._prune(chosen, self._scope(scope), now)
+
+    async def aprune(
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        scope: Scope | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Async twin of :meth:`prune`."""
+        return await asyncio.to_thread(self.prune, policy, scope=scope, now=now)
+
+    def _prune(self, policy: RetentionPolicy, scope: Scope, now: datetime | None) -> int:
+        flt = self._scope_filter(merge_scopes(self.scope, scope))
+        dropped: list[dict[str, Any]] = []
+        removed = 0
+        cutoff = policy.cutoff((utc(now) if now is not None else self.now()).timestamp())
+        if cutoff is not None:
+            aged = {**flt, "last_accessed_ts": Range(lt=cutoff)}
+            expired = [
+                r.id for batch in self.store.iter_scroll(self.namespace, filter=aged) for r in batch
+            ]
+            if expired:
+                removed += self.store.delete(self.namespace, filter=aged)
+                dropped += [{"id": i, "reason": "max_age"} for i in expired]
+        if policy.max_count is not None or policy.max_tokens is not None:
+            if policy.max_tokens is None and policy.max_count is not None:
+                over = self.store.count(self.namespace, filter=flt or None) > policy.max_count
+            else:
+                over = True
+            if over:
+                records = [
+                    r
+                    for batch in self.store.iter_scroll(self.namespace, filter=flt or None)
+                    for r in batch
+                ]
+                records.sort(
+                    key=lambda r: (float(r.payload.get("last_accessed_ts", 0.0)), r.id),
+                    reverse=True,
+                )
+                kept_tokens = 0
+                doomed: list[str] = []
+                for position, record in enumerate(records):
+                    if policy.max_count is not None and position >= policy.max_count:
+                        doomed.append(record.id)
+                        dropped.append({"id": record.id, "reason": "max_count"})
+                        continue
+                    tokens = self._tokens(record.text, record.payload)
+                    if policy.max_tokens is not None and kept_tokens + tokens > policy.max_tokens:
+                        doomed.append(record.id)
+                        dropped.append({"id": record.id, "reason": "max_tokens"})
+                        continue
+                    kept_tokens += tokens
+                for start in range(0, len(doomed), _ID_BATCH):
+                    removed += self.store.delete(
+                        self.namespace, ids=doomed[start : start + _ID_BATCH]
+                    )
+        if dropped:
+            resolved = merge_scopes(self.scope, scope)
+            emit_safely(
+                self.tracer,
+                TraceEvent(
+                    "evict",
+                    session_id=resolved.session,
+                    scope=resolved.fields(),
+                    dropped=dropped,
+                    detail={"namespace": self.namespace, "memory": "longterm"},
+                ),
+            )
+        return removed
 
     def _recent(self, scope: Scope | None, recent: int) -> list[MemoryFragment]:
         if not isinstance(recent, int) or recent < 1:
@@ -465,7 +802,8 @@ class LongTermMemory:
 
         Fragments are grouped by scope and the insight extractor runs once per group,
         so an insight never mixes two users' memories; each insight gets its group's
-        scope and lists its sources in ``meta["insight_of"]``.
+        scope and lists its sources in ``meta["insight_of"]`` (so :meth:`forget` of
+        the sources deletes it too).
         """
         source = list(fragments) if fragments is not None else self._recent(scope, recent)
         insights: list[MemoryFragment] = []

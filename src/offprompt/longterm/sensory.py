@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 
 from offprompt.errors import ValidationError
-from offprompt.longterm.fragment import DiscardedMemoryFragments, MemoryFragment
+from offprompt.longterm.fragment import DiscardedMemoryFragments, MemoryFragment, Scope
 from offprompt.longterm.scoring import HeuristicImportanceScorer, ImportanceScorer
 
 __all__ = ["SensoryMemory"]
@@ -138,6 +138,14 @@ class SensoryMemory:
     async def aclear(self) -> list[MemoryFragment]:
         """Async twin of :meth:`clear`."""
         return self.clear()
+
+    def forget(self, scope: Scope) -> int:
+        """Drop the buffered fragments ``scope`` selects; returns how many."""
+        with self._lock:
+            kept = [f for f in self._fragments if not scope.matches(f.scope)]
+            removed = len(self._fragments) - len(kept)
+            self._fragments = kept
+            return removed
 
 
 def _clamp(value: float) -> float:

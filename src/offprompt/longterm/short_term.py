@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from offprompt.errors import ValidationError
-from offprompt.longterm.fragment import Clock, DiscardedMemoryFragments, MemoryFragment
+from offprompt.longterm.fragment import Clock, DiscardedMemoryFragments, MemoryFragment, Scope
 from offprompt.longterm.scoring import InsightExtractor
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 
@@ -202,6 +202,18 @@ class ShortTermMemory:
     async def aclear(self) -> list[MemoryFragment]:
         """Async twin of :meth:`clear`."""
         return self.clear()
+
+    def forget(self, scope: Scope) -> int:
+        """Drop the buffered fragments ``scope`` selects (and their state); returns how many."""
+        with self._lock:
+            keep = [i for i, f in enumerate(self._fragments) if not scope.matches(f.scope)]
+            removed = len(self._fragments) - len(keep)
+            if removed:
+                self._keep(keep)
+            return removed
+
+    def _keep(self, indexes: list[int]) -> None:
+        self._fragments = [self._fragments[i] for i in indexes]
 
 
 class EnhancedShortTermMemory(ShortTermMemory):

@@ -51,6 +51,42 @@ class Scored:
 
 # --------------------------------------------------------------------------- edge
 
+# qdrant-edge's ``MatchValue`` takes a Python bool as the integer 0 / 1, so a boolean
+# payload value can never match a boolean condition on that engine. The edge backend
+# therefore stores booleans as these keyword strings, matches them as keywords and turns
+# them back into bools on the way out; callers see real bools on both engines, and a
+# bool condition matches only bool values (never the integers 0 / 1), as in qdrant-client.
+_EDGE_TRUE = "\x00bool:true"
+_EDGE_FALSE = "\x00bool:false"
+
+
+def _edge_encode(value: Any) -> Any:
+    """``value`` with every bool (also nested in dicts and lists) as its edge keyword."""
+    if value is True:
+        return _EDGE_TRUE
+    if value is False:
+        return _EDGE_FALSE
+    if isinstance(value, dict):
+        return {k: _edge_encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_edge_encode(v) for v in value]
+    return value
+
+
+def _edge_decode(value: Any) -> Any:
+    """The inverse of :func:`_edge_encode`."""
+    if isinstance(value, str):
+        if value == _EDGE_TRUE:
+            return True
+        if value == _EDGE_FALSE:
+            return False
+        return value
+    if isinstance(value, dict):
+        return {k: _edge_decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_edge_decode(v) for v in value]
+    return value
+
 
 class EdgeBackend:
     """The Qdrant engine embedded through ``qdrant_edge.EdgeShard`` (one shard = one collection).
@@ -98,7 +134,7 @@ class EdgeBackend:
             return
         qe = self.qe
         schema: Any
-        if kind == "keyword":
+        if kind == "keyword" or kind == "bool":  # bools are stored as keywords here
             schema = qe.KeywordIndexParams(is_tenant=tenant or None)
         else:
             schema = {
@@ -126,7 +162,7 @@ class EdgeBackend:
             elif isinstance(value, list):
                 must.append(qe.FieldCondition(key, match=qe.MatchAny(list(value))))
             else:
-                must.append(qe.FieldCondition(key, match=qe.MatchValue(value)))
+                must.append(qe.FieldCondition(key, match=qe.MatchValue(_edge_encode(value))))
         return qe.Filter(must=must)
 
     def upsert(self, points: Sequence[BackendPoint]) -> None:
@@ -138,7 +174,7 @@ class EdgeBackend:
                 vector[DENSE] = p.dense
             if p.sparse is not None and len(p.sparse):
                 vector[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
-            batch.append(qe.Point(p.id, vector, p.payload))
+            batch.append(qe.Point(p.id, vector, _edge_encode(p.payload)))
         self.shard.update(qe.UpdateOperation.upsert_points(batch))
 
     def query(
@@ -172,7 +208,7 @@ class EdgeBackend:
                 with_payload=True,
             )
         return [
-            Scored(str(p.id), float(p.score), dict(p.payload or {}))
+            Scored(str(p.id), float(p.score), _edge_decode(dict(p.payload or {})))
             for p in self.shard.query(request)
         ]
 
@@ -189,15 +225,15 @@ class EdgeBackend:
             order_by=qe.OrderBy(order_by, direction=qe.Direction.Asc) if order_by else None,
         )
         records, next_offset = self.shard.scroll(request)
-        out = [Scored(str(r.id), 0.0, dict(r.payload or {})) for r in records]
+        out = [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
         return out, (str(next_offset) if next_offset is not None and not order_by else None)
 
     def retrieve(self, ids: Sequence[str]) -> list[Scored]:
         records = self.shard.retrieve(list(ids), True, False)
-        return [Scored(str(r.id), 0.0, dict(r.payload or {})) for r in records]
+        return [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
 
     def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        self.shard.update(self.qe.UpdateOperation.set_payload(list(ids), payload))
+        self.shard.update(self.qe.UpdateOperation.set_payload(list(ids), _edge_encode(payload)))
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
@@ -212,7 +248,7 @@ class EdgeBackend:
         response = self.shard.facet(
             self.qe.FacetRequest(key, limit=limit, exact=True, filter=self._filter(cond))
         )
-        return sorted(str(h.value) for h in response.hits)
+        return sorted(str(_edge_decode(h.value)) for h in response.hits)
 
     def flush(self) -> None:
         self.shard.flush()

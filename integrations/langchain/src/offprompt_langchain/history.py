@@ -25,6 +25,7 @@ from offprompt.conversation import ConversationMemory
 from offprompt.errors import ValidationError
 from offprompt.stores import ConversationStore, SQLiteStore, default_path
 from offprompt.tokens import Tokenizer
+from offprompt.trace import Tracer
 from offprompt_langchain.convert import from_langchain, to_langchain
 
 __all__ = ["OffpromptChatMessageHistory"]
@@ -71,6 +72,8 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
         max_tokens: When set, :attr:`messages` is the newest whole runs that fit this
             many tokens (system prompt kept, tool calls never split from results);
             otherwise the full history.
+        tracer: Receives the memory's trace events (write, window...), e.g. a
+            :class:`~offprompt_langchain.tracing.LangChainTracer` (not with ``memory=``).
         tokenizer: Counts each message once, when stored (tiktoken ``o200k_base``).
 
     Attributes:
@@ -106,6 +109,7 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
         path: str | os.PathLike[str] | None = None,
         max_tokens: int | None = None,
         tokenizer: Tokenizer | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         given = [
             n for n, v in (("memory", memory), ("store", store), ("path", path)) if v is not None
@@ -122,10 +126,14 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
                 raise ValidationError(
                     f"memory belongs to session {memory.session_id!r}, not {session_id!r}"
                 )
+            if tracer is not None:
+                raise ValidationError(
+                    "give tracer= to the ConversationMemory you pass as memory=, not to the history"
+                )
         else:
             if store is None:
                 store = _shared_sqlite(path)
-            memory = ConversationMemory(store, session_id, tokenizer=tokenizer)
+            memory = ConversationMemory(store, session_id, tokenizer=tokenizer, tracer=tracer)
         self.memory = memory
 
     def __repr__(self) -> str:

@@ -53,6 +53,7 @@ from offprompt.stores import ConversationStore, InMemoryStore, SessionVersion
 from offprompt.summarizers import Summarizer
 from offprompt.task_memory import TaskMemory
 from offprompt.tokens import Tokenizer
+from offprompt.trace import Tracer
 from offprompt_langchain.convert import from_langchain, message_from_langchain
 from offprompt_langchain.tools import (
     DEFAULT_MIN_TOKENS,
@@ -186,6 +187,10 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory_tools: Add ``query_memory`` / ``read_memory`` / ``summarize_memory``.
         max_output_tokens: Bound of the memory tools' outputs.
         tokenizer: Counts tokens for the budget (tiktoken ``o200k_base``).
+        tracer: Receives the ``window`` and ``summary`` trace events of the budgeted input
+            (e.g. :class:`~offprompt_langchain.tracing.LangChainTracer`, which forwards
+            them to the run's callbacks); give the task memory its own ``tracer=`` for
+            ``offload`` / ``query`` events.
 
     Attributes:
         tools: The memory tools this middleware contributes to the agent.
@@ -222,8 +227,10 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory_tools: bool = True,
         max_output_tokens: int = 2000,
         tokenizer: Tokenizer | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         super().__init__()
+        self.tracer = tracer
         self.task_memory = check_task_memory(task_memory)
         self.min_tokens = check_min_tokens(min_tokens)
         self.sensitive = bool(sensitive)
@@ -432,9 +439,9 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         store = InMemoryStore()
         store.append(_TRIM_SESSION, [m for m, _ in counted], [c for _, c in counted])
         assert self.max_tokens is not None
-        window = ConversationMemory(store, _TRIM_SESSION, tokenizer=self.tokenizer).window(
-            self.max_tokens, reserve=self._reserve(system)
-        )
+        window = ConversationMemory(
+            store, _TRIM_SESSION, tokenizer=self.tokenizer, tracer=self.tracer
+        ).window(self.max_tokens, reserve=self._reserve(system))
         return self._select(messages, roles, window, 0)
 
     def _shadow(
@@ -453,6 +460,7 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                         summarizer=self.summarizer,
                         offset=self.keep_runs,
                         tokenizer=self.tokenizer,
+                        tracer=self.tracer,
                     )
                 )
                 self._shadows[thread] = shadow

@@ -14,17 +14,24 @@ from offprompt_llamaindex.convert import (
     message_to_llamaindex,
     to_llamaindex,
 )
+from offprompt_llamaindex.longterm import LLMImportanceScorer, LLMInsightExtractor, MemoryModelError
 from offprompt_llamaindex.memory import OffpromptMemory
 from offprompt_llamaindex.tools import OffpromptTool, TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.tracing import LlamaIndexTracer, OffpromptTraceEvent
 
 __all__ = [
+    "LLMImportanceScorer",
+    "LLMInsightExtractor",
     "LlamaIndexEmbedder",
     "LlamaIndexSummarizer",
+    "LlamaIndexTracer",
+    "MemoryModelError",
     "OffpromptChatStore",
     "OffpromptEmbedding",
     "OffpromptMemory",
     "OffpromptMemoryBlock",
     "OffpromptTool",
+    "OffpromptTraceEvent",
     "SummarizationError",
     "TaskMemoryToolSpec",
     "from_llamaindex",

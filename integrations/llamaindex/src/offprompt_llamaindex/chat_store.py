@@ -36,6 +36,7 @@ from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, Messag
 from offprompt.errors import ValidationError
 from offprompt.stores import ConversationStore, IndexEntry, SQLiteStore, validate_session_id
 from offprompt.tokens import Tokenizer
+from offprompt.trace import TraceEvent, Tracer, emit_safely
 from offprompt_llamaindex.convert import from_llamaindex, to_llamaindex
 
 __all__ = ["ARCHIVED_STATE_KEY", "OffpromptChatStore"]
@@ -98,6 +99,8 @@ class OffpromptChatStore(AsyncDBChatStore):
         path: The SQLite file when ``store`` is omitted; ``None`` means
             ``$OFFPROMPT_HOME/memory.db`` or ``./.offprompt/memory.db``.
         tokenizer: Counts each message once, when stored (offprompt's default).
+        tracer: Receives a ``write`` trace event per append, e.g.
+            :class:`~offprompt_llamaindex.tracing.LlamaIndexTracer`.
 
     Attributes:
         path: The SQLite file, when the store is a :class:`SQLiteStore`.
@@ -119,6 +122,7 @@ class OffpromptChatStore(AsyncDBChatStore):
 
     _store: ConversationStore = PrivateAttr()
     _tokenizer: Tokenizer = PrivateAttr()
+    _tracer: Tracer | None = PrivateAttr(default=None)
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
 
     def __init__(
@@ -127,6 +131,7 @@ class OffpromptChatStore(AsyncDBChatStore):
         *,
         path: str | Path | None = None,
         tokenizer: Tokenizer | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         if store is None:
             store = SQLiteStore(path)
@@ -143,6 +148,7 @@ class OffpromptChatStore(AsyncDBChatStore):
         super().__init__(path=str(store.path) if isinstance(store, SQLiteStore) else None)
         self._store = store
         self._tokenizer = tokenizer
+        self._tracer = tracer
 
     @classmethod
     def class_name(cls) -> str:
@@ -199,6 +205,19 @@ class OffpromptChatStore(AsyncDBChatStore):
             seqs = self._store.append(key, items, counts)
             if status is MessageStatus.ARCHIVED:
                 self._store.set_state(key, ARCHIVED_STATE_KEY, _add(self._archived(key), seqs))
+        emit_safely(
+            self._tracer,
+            TraceEvent(
+                "write",
+                session_id=key,
+                tokens=sum(counts),
+                included=[
+                    {"seq": s, "role": m.role, "tokens": c}
+                    for s, c, m in zip(seqs, counts, items, strict=True)
+                ],
+                detail={"status": str(status.value)},
+            ),
+        )
 
     def _set(self, key: str, messages: list[ChatMessage], status: MessageStatus) -> None:
         from_llamaindex(messages)  # validate before deleting anything

@@ -27,6 +27,7 @@ from offprompt.conversation import ConversationMemory, Window
 from offprompt.errors import ValidationError
 from offprompt.stores import ConversationStore, InMemoryStore, SQLiteStore
 from offprompt.tokens import Tokenizer
+from offprompt.trace import Tracer
 from offprompt_llamaindex.convert import (
     from_llamaindex,
     message_from_llamaindex,
@@ -96,6 +97,7 @@ class OffpromptMemory(BaseMemory):
         tokenizer: Tokenizer | None = None,
         chat_history: Sequence[ChatMessage | dict[str, Any]] | None = None,
         store_kind: StoreKind | None = None,
+        tracer: Tracer | None = None,
         **kwargs: Any,
     ) -> None:
         token_limit = _check_limit(token_limit)
@@ -107,6 +109,10 @@ class OffpromptMemory(BaseMemory):
             if not isinstance(memory, ConversationMemory):
                 raise ValidationError(
                     f"memory must be a ConversationMemory, got {type(memory).__name__}"
+                )
+            if tracer is not None:
+                raise ValidationError(
+                    "give tracer= to the ConversationMemory you pass as memory=, not here"
                 )
             conversation = memory
         else:
@@ -128,7 +134,7 @@ class OffpromptMemory(BaseMemory):
                 raise ValidationError(
                     f"store must be an offprompt ConversationStore, got {type(store).__name__}"
                 )
-            conversation = ConversationMemory(store, session_id, tokenizer=tokenizer)
+            conversation = ConversationMemory(store, session_id, tokenizer=tokenizer, tracer=tracer)
         store = conversation.store
         kind: StoreKind = (
             "sqlite"
@@ -166,6 +172,7 @@ class OffpromptMemory(BaseMemory):
         llm: LLM | None = None,
         tokenizer: Tokenizer | None = None,
         memory: ConversationMemory | None = None,
+        tracer: Tracer | None = None,
         **kwargs: Any,
     ) -> OffpromptMemory:
         """Build a memory; with no arguments, session ``"default"`` in the default SQLite file.
@@ -183,6 +190,8 @@ class OffpromptMemory(BaseMemory):
             llm: Only used to size ``token_limit``.
             tokenizer: Counts each message once, when stored (tiktoken ``o200k_base``).
             memory: An existing ``ConversationMemory`` to wrap (its store and session).
+            tracer: Receives the memory's trace events (``write``, ``window``...), e.g.
+                :class:`~offprompt_llamaindex.tracing.LlamaIndexTracer` (not with ``memory=``).
 
         Raises:
             ValidationError: An unknown argument, a bad ``token_limit`` or history, or
@@ -211,6 +220,7 @@ class OffpromptMemory(BaseMemory):
             memory=memory,
             tokenizer=tokenizer,
             chat_history=chat_history,
+            tracer=tracer,
         )
 
     # -- what else callers can reach ------------------------------------------------------
