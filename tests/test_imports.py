@@ -27,9 +27,40 @@ def test_public_names() -> None:
         "ToolCall",
         "Tokenizer",
     }
+    expected |= {
+        "ConversationMemory",
+        "SummaryConversationMemory",
+        "InMemoryStore",
+        "SQLiteStore",
+        "QdrantStore",
+        "TaskMemory",
+        "QdrantVectorStore",
+        "HashingEmbedder",
+        "AgentMemory",
+        "LongTermMemory",
+        "HybridMemory",
+        "MemoryFragment",
+        "Scope",
+        "forget",
+        "RetentionPolicy",
+    }
     assert expected <= set(offprompt.__all__)
     for name in offprompt.__all__:
         assert getattr(offprompt, name) is not None
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    import pytest
+
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        offprompt.no_such_thing  # noqa: B018
+
+
+def test_memories_load_lazily() -> None:
+    """`import offprompt` does not import the memories; the first access does."""
+    code = "import sys, offprompt; a = 'offprompt.task_memory' in sys.modules; offprompt.TaskMemory; print(a, 'offprompt.task_memory' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_core_never_imports_a_framework() -> None:

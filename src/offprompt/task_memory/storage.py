@@ -8,8 +8,10 @@ that never committed stays invisible.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
@@ -65,6 +67,54 @@ def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
         "meta": artifact.meta,
         "reference": artifact.reference,
     }
+
+
+T = TypeVar("T")
+_PIPELINE_MIN_CHARS = 1_000_000
+_DONE = object()
+
+
+def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Iterate ``items`` in a background thread, up to ``depth`` items ahead.
+
+    An exception raised by ``items`` is re-raised in the consumer; a consumer that stops
+    early (or fails) stops the producer.
+    """
+    buffer: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                buffer.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            failure.append(exc)
+        put(_DONE)
+
+    worker = threading.Thread(target=produce, name="offprompt-prefetch", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = buffer.get()
+            if item is _DONE:
+                break
+            yield item
+        if failure:
+            raise failure[0]
+    finally:
+        stop.set()
+        worker.join()
 
 
 class TextArtifactStorage:
@@ -144,38 +194,47 @@ class TextArtifactStorage:
         store = self._store(tenant)
         encoder = store.sparse_encoder
         text = artifact.value
-        batch: list[VectorRecord] = []
-        chunks = tokens = 0
-        for chunk in iter_chunks(
-            text,
-            self.tokenizer.encoding,
-            chunk_tokens=self.chunk_tokens,
-            overlap_tokens=self.overlap_tokens,
-        ):
-            batch.append(
-                VectorRecord(
-                    id=f"{generation}:{first_seq + chunk.index}",
-                    text=chunk.text,
-                    embed_text=chunk.embed_text,
-                    sparse=encoder.encode_ids(chunk.token_ids) if encoder is not None else None,
-                    payload={
-                        "artifact_id": artifact.id,
-                        "chunk_index": chunk.index,
-                        "seq": first_seq + chunk.index,
-                        "generation": generation,
-                        "start": chunk.start,
-                        "end": chunk.end,
-                        "tokens": chunk.tokens,
-                    },
+        counted = {"chunks": 0, "tokens": 0}
+
+        def batches() -> Iterator[list[VectorRecord]]:
+            batch: list[VectorRecord] = []
+            for chunk in iter_chunks(
+                text,
+                self.tokenizer.encoding,
+                chunk_tokens=self.chunk_tokens,
+                overlap_tokens=self.overlap_tokens,
+            ):
+                batch.append(
+                    VectorRecord(
+                        id=f"{generation}:{first_seq + chunk.index}",
+                        text=chunk.text,
+                        embed_text=chunk.embed_text,
+                        sparse=encoder.encode_ids(chunk.token_ids) if encoder is not None else None,
+                        payload={
+                            "artifact_id": artifact.id,
+                            "chunk_index": chunk.index,
+                            "seq": first_seq + chunk.index,
+                            "generation": generation,
+                            "start": chunk.start,
+                            "end": chunk.end,
+                            "tokens": chunk.tokens,
+                        },
+                    )
                 )
-            )
-            chunks += 1
-            tokens += chunk.tokens
-            if len(batch) >= self.batch_size:
-                store.upsert(namespace, batch)
-                batch = []
-        if batch:
-            store.upsert(namespace, batch)
+                counted["chunks"] += 1
+                counted["tokens"] += chunk.tokens
+                if len(batch) >= self.batch_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+        # Large outputs: tokenising (tiktoken releases the GIL) and chunking run in a
+        # thread, one batch ahead of embedding and upserting.
+        source = prefetch(batches()) if len(text) > _PIPELINE_MIN_CHARS else batches()
+        for records in source:
+            store.upsert(namespace, records)
+        chunks, tokens = counted["chunks"], counted["tokens"]
         entry = _describe(artifact, generation, first_seq)
         entry.update(chunks=chunks, tokens=tokens, bytes=len(text.encode("utf-8")), chars=len(text))
         return entry
