@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from offprompt.errors import ValidationError
+from offprompt.errors import OffpromptError, ValidationError
 from offprompt.longterm.fragment import MemoryFragment
 from offprompt.summarizers import ExtractiveSummarizer
 
@@ -27,6 +28,9 @@ __all__ = [
     "HeuristicImportanceScorer",
     "ImportanceScorer",
     "InsightExtractor",
+    "MemoryModelError",
+    "PromptedImportanceScorer",
+    "PromptedInsightExtractor",
     "parse_insights",
     "parse_rating",
 ]
@@ -231,3 +235,128 @@ class ExtractiveInsightExtractor:
     async def aextract(self, fragments: Sequence[MemoryFragment]) -> list[str]:
         """Async twin of :meth:`extract` (runs in a worker thread)."""
         return await asyncio.to_thread(self.extract, fragments)
+
+
+# -- model-backed scorers: the prompt and parsing here, the model call in the adapters --
+
+
+class MemoryModelError(OffpromptError):
+    """A model's reply could not be used (no rating in it, not text)."""
+
+
+def _check_prompt(prompt: str, *fields: str) -> str:
+    if not isinstance(prompt, str):
+        raise ValidationError(f"prompt must be a str, got {type(prompt).__name__}")
+    for field in fields:
+        if "{" + field + "}" not in prompt:
+            raise ValidationError(f"prompt must contain the {{{field}}} placeholder")
+    return prompt
+
+
+class PromptedImportanceScorer(ABC):
+    """An :class:`ImportanceScorer` that asks a model for a rating on ``scale``.
+
+    Builds DB-GPT's prompt and parses the reply with :func:`parse_rating`; a subclass
+    only sends one prompt to its framework's model (:meth:`_complete` / :meth:`_acomplete`).
+
+    Args:
+        prompt: Template with ``{content}`` (DB-GPT's importance prompt by default).
+        scale: The rating scale the prompt asks for.
+        default: Importance used when the reply holds no number; None raises
+            :class:`MemoryModelError` instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt: str = DEFAULT_IMPORTANCE_PROMPT,
+        scale: float = 10.0,
+        default: float | None = 0.5,
+    ) -> None:
+        if default is not None and not 0 <= default <= 1:
+            raise ValidationError(f"default must be within [0, 1], got {default}")
+        self.prompt = _check_prompt(prompt, "content")
+        self.scale = scale
+        self.default = default
+
+    @abstractmethod
+    def _complete(self, prompt: str) -> str:
+        """The model's reply to ``prompt``, as text."""
+
+    @abstractmethod
+    async def _acomplete(self, prompt: str) -> str:
+        """Async twin of :meth:`_complete`."""
+
+    def _prompt(self, fragment: MemoryFragment) -> str:
+        if not isinstance(fragment, MemoryFragment):
+            raise ValidationError(f"expected a MemoryFragment, got {type(fragment).__name__}")
+        return self.prompt.replace("{content}", fragment.observation)
+
+    def _parse(self, text: str) -> float:
+        value = parse_rating(text, scale=self.scale)
+        if value is not None:
+            return value
+        if self.default is None:
+            raise MemoryModelError(f"no rating in the model's reply: {text[:200]!r}")
+        return self.default
+
+    def score(self, fragment: MemoryFragment) -> float:
+        """The importance of ``fragment`` in ``[0, 1]``."""
+        return self._parse(self._complete(self._prompt(fragment)))
+
+    async def ascore(self, fragment: MemoryFragment) -> float:
+        """Async twin of :meth:`score`."""
+        return self._parse(await self._acomplete(self._prompt(fragment)))
+
+
+class PromptedInsightExtractor(ABC):
+    """An :class:`InsightExtractor` that asks a model for insights, one per line.
+
+    Builds DB-GPT's insight prompt and parses the reply with :func:`parse_insights`; a
+    subclass only sends one prompt to its framework's model.
+
+    Args:
+        prompt: Template with ``{content}`` (the fragments, one per line) and optionally
+            ``{max_insights}``.
+        max_insights: Most insights kept from a reply.
+    """
+
+    def __init__(self, *, prompt: str = DEFAULT_INSIGHT_PROMPT, max_insights: int = 3) -> None:
+        if max_insights < 1:
+            raise ValidationError(f"max_insights must be >= 1, got {max_insights}")
+        self.prompt = _check_prompt(prompt, "content")
+        self.max_insights = max_insights
+
+    @abstractmethod
+    def _complete(self, prompt: str) -> str:
+        """The model's reply to ``prompt``, as text."""
+
+    @abstractmethod
+    async def _acomplete(self, prompt: str) -> str:
+        """Async twin of :meth:`_complete`."""
+
+    def _prompt(self, fragments: Sequence[MemoryFragment]) -> str | None:
+        lines = []
+        for f in fragments:
+            if not isinstance(f, MemoryFragment):
+                raise ValidationError(f"expected MemoryFragment items, got {type(f).__name__}")
+            lines.append("- " + f.observation.replace("\n", " "))
+        if not lines:
+            return None
+        return self.prompt.replace("{content}", "\n".join(lines)).replace(
+            "{max_insights}", str(self.max_insights)
+        )
+
+    def extract(self, fragments: Sequence[MemoryFragment]) -> list[str]:
+        """Insights about ``fragments`` (``[]`` for none, without calling the model)."""
+        prompt = self._prompt(fragments)
+        if prompt is None:
+            return []
+        return parse_insights(self._complete(prompt), max_insights=self.max_insights)
+
+    async def aextract(self, fragments: Sequence[MemoryFragment]) -> list[str]:
+        """Async twin of :meth:`extract`."""
+        prompt = self._prompt(fragments)
+        if prompt is None:
+            return []
+        return parse_insights(await self._acomplete(prompt), max_insights=self.max_insights)
