@@ -49,3 +49,12 @@ def test_a_large_output_goes_through_the_pipeline_byte_identical() -> None:
     memory = TaskMemory()
     memory.process_output("tool", "run", TextArtifact(value=text, name="big"))
     assert memory.load_artifacts("big").value[0].value == text
+
+
+def test_close_releases_the_embedded_engine_so_the_path_can_be_reopened(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with TaskMemory(path=tmp_path / "tm") as memory:
+        memory.process_output(
+            "tool", "run", TextArtifact(value="kept across a restart " * 50, name="ns")
+        )
+    with TaskMemory(path=tmp_path / "tm") as reopened:
+        assert reopened.namespaces() == ["ns"]

@@ -146,6 +146,8 @@ class TaskMemory:
         self.page_tokens = page_tokens
         self.tokenizer = tokenizer
         root = Path(path) if path is not None else None
+        # close() releases only what this memory opened; a store passed in is the caller's
+        self._owns_vector_store = vector_store is None
         if vector_store is None:
             vector_store = QdrantVectorStore(path=str(root / "vectors") if root else None)
         self.vector_store = (
@@ -171,6 +173,22 @@ class TaskMemory:
 
     def __repr__(self) -> str:
         return f"TaskMemory(name={self.name!r}, tenant={self.tenant!r})"
+
+    def close(self) -> None:
+        """Release the embedded Qdrant engine this memory opened (its files stay).
+
+        An embedded store on ``path=`` is locked while open, so close a memory before
+        opening another one on the same path. A ``vector_store`` passed in is left open:
+        it belongs to the caller.
+        """
+        if self._owns_vector_store:
+            self.vector_store.close()
+
+    def __enter__(self) -> TaskMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ----------------------------------------------------------------- helpers
 
