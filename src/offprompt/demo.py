@@ -132,14 +132,6 @@ def _adapters_missing() -> str | None:
     return None
 
 
-def _close(task_memory: Any) -> None:
-    # Release the embedded Qdrant files so `offprompt inspect` can open them next.
-    owner = task_memory if hasattr(task_memory, "close") else task_memory.vector_store
-    close = getattr(owner, "close", None)
-    if callable(close):
-        close()
-
-
 # -- the scripted models ----------------------------------------------------------------
 
 
@@ -434,7 +426,7 @@ def run(
                 soft_wrap=True,
             )
         finally:
-            _close(task_memory)
+            task_memory.close()  # so `offprompt inspect` can open the files next
     finally:
         store.close()
 

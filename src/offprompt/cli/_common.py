@@ -80,11 +80,7 @@ class Context:
         try:
             yield memory
         finally:
-            # Release the embedded Qdrant files for the next process.
-            owner = memory if hasattr(memory, "close") else getattr(memory, "vector_store", None)
-            close = getattr(owner, "close", None)
-            if callable(close):
-                close()
+            memory.close()  # release the embedded Qdrant files for the next process
 
 
 def default_home() -> Path:
