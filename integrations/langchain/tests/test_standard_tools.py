@@ -31,7 +31,7 @@ def fetch_logs(node: str, lines: int = 100) -> str:
 WRAPPED = offprompt_tool(fetch_logs, MEMORY, min_tokens=50)
 
 
-class TestWrappedToolUnit(ToolsUnitTests):
+class _WrappedTool:
     @property
     def tool_constructor(self) -> BaseTool:
         return WRAPPED
@@ -41,17 +41,7 @@ class TestWrappedToolUnit(ToolsUnitTests):
         return {"node": "n7", "lines": 200}
 
 
-class TestWrappedToolIntegration(ToolsIntegrationTests):
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return WRAPPED
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"node": "n7", "lines": 200}
-
-
-class TestQueryMemoryUnit(ToolsUnitTests):
+class _QueryMemory:
     @property
     def tool_constructor(self) -> BaseTool:
         return TOOLS["query_memory"]
@@ -61,17 +51,7 @@ class TestQueryMemoryUnit(ToolsUnitTests):
         return {**TARGET, "query": "which node is full?"}
 
 
-class TestQueryMemoryIntegration(ToolsIntegrationTests):
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return TOOLS["query_memory"]
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {**TARGET, "query": "which node is full?"}
-
-
-class TestReadMemoryUnit(ToolsUnitTests):
+class _ReadMemory:
     @property
     def tool_constructor(self) -> BaseTool:
         return TOOLS["read_memory"]
@@ -81,17 +61,7 @@ class TestReadMemoryUnit(ToolsUnitTests):
         return {**TARGET, "page": 1}
 
 
-class TestReadMemoryIntegration(ToolsIntegrationTests):
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return TOOLS["read_memory"]
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {**TARGET, "page": 1}
-
-
-class TestSummarizeMemoryUnit(ToolsUnitTests):
+class _SummarizeMemory:
     @property
     def tool_constructor(self) -> BaseTool:
         return TOOLS["summarize_memory"]
@@ -101,14 +71,29 @@ class TestSummarizeMemoryUnit(ToolsUnitTests):
         return dict(TARGET)
 
 
-class TestSummarizeMemoryIntegration(ToolsIntegrationTests):
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return TOOLS["summarize_memory"]
+# Each tool runs both of LangChain's standard suites.
+class TestWrappedToolUnit(_WrappedTool, ToolsUnitTests): ...
 
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return dict(TARGET)
+
+class TestWrappedToolIntegration(_WrappedTool, ToolsIntegrationTests): ...
+
+
+class TestQueryMemoryUnit(_QueryMemory, ToolsUnitTests): ...
+
+
+class TestQueryMemoryIntegration(_QueryMemory, ToolsIntegrationTests): ...
+
+
+class TestReadMemoryUnit(_ReadMemory, ToolsUnitTests): ...
+
+
+class TestReadMemoryIntegration(_ReadMemory, ToolsIntegrationTests): ...
+
+
+class TestSummarizeMemoryUnit(_SummarizeMemory, ToolsUnitTests): ...
+
+
+class TestSummarizeMemoryIntegration(_SummarizeMemory, ToolsIntegrationTests): ...
 
 
 def test_wrapped_example_really_went_off_prompt() -> None:
