@@ -3,21 +3,26 @@
 ``HashingEmbedder`` needs no model and no network: every lower-cased word contributes
 its own signed hash feature plus the signed hashes of its character 3-grams (of
 ``<word>``; words holding a digit get no n-grams), so related word forms share
-dimensions. Vectors are L2-normalised, so a
-cosine / dot product compares them. The per-word features are cached (a word's features
-are a pure function of the word), and a batch is accumulated with one ``np.bincount``,
-which keeps it at tens of MB/s on one core.
+dimensions. Vectors are L2-normalised, so a cosine / dot product compares them.
+
+It is built for ingest speed on large tool outputs, where most distinct words are ids
+and numbers: ASCII text is split into words by one ``bytes.translate`` and ``split``
+(the same words as ``\\w+`` after ``lower()``), words are counted per text in C, every
+distinct word of a batch is hashed by ``zlib.crc32`` through ``map``, and only real
+words (no digit, at most 24 characters; they repeat) keep their n-gram features in a
+cache. A batch is accumulated with one ``np.bincount``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import operator
 import re
 import threading
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -29,6 +34,27 @@ __all__ = ["Embedder", "HashingEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HAS_DIGIT = re.compile(r"\d")
+_ASCII_DIGIT = re.compile(rb"[0-9]")
+# ASCII byte -> its lower-case form if it is a word character (``\w``), else a space.
+_ASCII_WORDS = bytes(
+    (ord(chr(b).lower()) if chr(b).isalnum() or chr(b) == "_" else 0x20) if b < 128 else b
+    for b in range(256)
+)
+# crc32(prefix + data) == crc32(data, crc32(prefix)): the prefixes keep word and
+# n-gram hashes apart.
+_WORD_SEED = zlib.crc32(b"w\x00")
+_GRAM_SEED = zlib.crc32(b"c\x00")
+_MAX_GRAM_WORD = 24
+
+Features = tuple[tuple[int, ...], tuple[float, ...]]
+
+
+def _words(text: str) -> list[bytes]:
+    """The lower-cased ``\\w+`` words of ``text``, as UTF-8 bytes."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS).split()
+    # A word never contains whitespace, so joining and splitting keeps every word whole.
+    return " ".join(_WORD.findall(text.lower())).encode("utf-8").split()
 
 
 @runtime_checkable
@@ -67,8 +93,8 @@ class HashingEmbedder:
         dimensions: Vector size (at least 8).
         ngram: Character n-gram length (0 disables n-grams).
         ngram_weight: Weight of each n-gram feature relative to the word feature.
-        cache_size: Distinct words whose features are kept; the cache is cleared when
-            full (features are recomputed identically).
+        cache_size: Distinct words whose n-gram features are kept; the cache is
+            cleared when full (features are recomputed identically).
 
     Example:
         >>> emb = HashingEmbedder(dimensions=64)
@@ -95,7 +121,7 @@ class HashingEmbedder:
         self.ngram = ngram
         self.ngram_weight = float(ngram_weight)
         self.cache_size = cache_size
-        self._cache: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        self._cache: dict[bytes, Features] = {}
         self._ngrams: dict[str, tuple[int, float]] = {}
         self._lock = threading.Lock()
 
@@ -106,28 +132,30 @@ class HashingEmbedder:
     def dimensions(self) -> int:
         return self._dimensions
 
-    def _features(self, word: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
-        """Signed feature indices of one word (sign folded into the weight)."""
-        dim = self._dimensions
-        h = zlib.crc32(b"w\x00" + word.encode("utf-8"))
-        idx = [h % dim]
-        weights = [-1.0 if h & 0x80000000 else 1.0]
-        n = self.ngram
-        # n-grams model word forms; ids and numbers (any digit) only get the word feature,
-        # which also keeps ingest fast on logs full of unique hex ids.
-        if n and len(word) <= 24 and not _HAS_DIGIT.search(word):
-            padded = f"<{word}>"
-            grams = self._ngrams
-            for i in range(max(1, len(padded) - n + 1)):
-                gram = padded[i : i + n]
-                feature = grams.get(gram)
-                if feature is None:
-                    # n-grams repeat across words far more than words do: hash each once
-                    g = zlib.crc32(b"c\x00" + gram.encode("utf-8"))
-                    w = self.ngram_weight
-                    feature = grams[gram] = (g % dim, -w if g & 0x80000000 else w)
-                idx.append(feature[0])
-                weights.append(feature[1])
+    def _wants_grams(self, word: bytes) -> bool:
+        # n-grams model word forms; ids and numbers (any digit) only get the word
+        # feature, which also keeps ingest fast on logs full of unique hex ids.
+        if word.isascii():
+            return len(word) <= _MAX_GRAM_WORD and _ASCII_DIGIT.search(word) is None
+        text = word.decode("utf-8")
+        return len(text) <= _MAX_GRAM_WORD and _HAS_DIGIT.search(text) is None
+
+    def _gram_features(self, word: bytes) -> Features:
+        """Signed feature indices of the n-grams of ``<word>`` (sign folded into the weight)."""
+        dim, n, weight = self._dimensions, self.ngram, self.ngram_weight
+        padded = f"<{word.decode('utf-8')}>"
+        grams = self._ngrams
+        idx: list[int] = []
+        weights: list[float] = []
+        for i in range(max(1, len(padded) - n + 1)):
+            gram = padded[i : i + n]
+            feature = grams.get(gram)
+            if feature is None:
+                # n-grams repeat across words far more than words do: hash each once
+                g = zlib.crc32(gram.encode("utf-8"), _GRAM_SEED)
+                feature = grams[gram] = (g % dim, -weight if g & 0x80000000 else weight)
+            idx.append(feature[0])
+            weights.append(feature[1])
         return tuple(idx), tuple(weights)
 
     def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -138,56 +166,95 @@ class HashingEmbedder:
         dim = self._dimensions
         if not texts:
             return np.zeros((0, dim), dtype=np.float32)
-        # A word's id is its insertion order: the defaultdict trick runs the lookup in C.
-        vocab: defaultdict[str, int] = defaultdict()
-        vocab.default_factory = vocab.__len__
-        doc_of: list[int] = []
-        word_ids: list[int] = []
-        counts: list[int] = []
+        bags: list[Counter[bytes]] = []
         for row, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValidationError(f"embed: item {row} must be str, got {type(text).__name__}")
-            bag = Counter(_WORD.findall(text.lower()))
-            word_ids.extend(map(vocab.__getitem__, bag.keys()))
-            counts.extend(bag.values())
-            doc_of.extend([row] * len(bag))
-        out: npt.NDArray[np.float64] = np.zeros(len(texts) * dim, dtype=np.float64)
-        if vocab:
-            with self._lock:
-                if len(self._cache) + len(vocab) > self.cache_size:
-                    self._cache.clear()
-                    self._ngrams.clear()
-                feats = []
-                for word in vocab:
-                    cached = self._cache.get(word)
-                    if cached is None:
-                        cached = self._cache[word] = self._features(word)
-                    feats.append(cached)
-            lengths = np.fromiter((len(f[0]) for f in feats), dtype=np.int64, count=len(feats))
-            offsets = np.concatenate(([0], np.cumsum(lengths)))
-            total_features = int(offsets[-1])
-            flat_idx = np.fromiter(
-                chain.from_iterable(f[0] for f in feats), dtype=np.int64, count=total_features
-            )
-            flat_w = np.fromiter(
-                chain.from_iterable(f[1] for f in feats), dtype=np.float64, count=total_features
-            )
-            occ_word = np.asarray(word_ids, dtype=np.int64)
-            occ_doc = np.asarray(doc_of, dtype=np.int64)
-            # Expand every word occurrence into its features (a vectorised ragged gather).
-            occ_len = lengths[occ_word]
-            total = int(occ_len.sum())
-            starts = np.repeat(offsets[occ_word] - np.cumsum(occ_len) + occ_len, occ_len)
-            gather = starts + np.arange(total, dtype=np.int64)
-            target = np.repeat(occ_doc * dim, occ_len) + flat_idx[gather]
-            occ_count = np.repeat(np.asarray(counts, dtype=np.float32), occ_len)
-            out = np.bincount(  # type: ignore[assignment]
-                target, weights=flat_w[gather] * occ_count, minlength=len(texts) * dim
-            )
-        matrix = out.reshape(len(texts), dim).astype(np.float32)
+            bags.append(Counter(_words(text)))
+        sizes = np.fromiter(map(len, bags), dtype=np.int64, count=len(bags))
+        pairs = int(sizes.sum())
+        if not pairs:
+            return np.zeros((len(texts), dim), dtype=np.float32)
+        # One (text, word) pair per distinct word of a text, weighted by its count. A
+        # word's id is its insertion order: the defaultdict trick runs the lookup in C.
+        vocab: defaultdict[bytes, int] = defaultdict()
+        vocab.default_factory = vocab.__len__
+        pair_word = np.fromiter(
+            map(vocab.__getitem__, chain.from_iterable(bags)), dtype=np.int64, count=pairs
+        )
+        pair_count = np.fromiter(
+            chain.from_iterable(bag.values() for bag in bags), dtype=np.float64, count=pairs
+        )
+        pair_row = np.repeat(np.arange(len(texts), dtype=np.int64) * dim, sizes)
+        words = list(vocab)
+        hashes = np.fromiter(
+            map(zlib.crc32, words, repeat(_WORD_SEED)), dtype=np.int64, count=len(words)
+        )
+        word_sign = np.where(hashes & 0x80000000, -1.0, 1.0)
+        targets = [pair_row + (hashes % dim)[pair_word]]
+        values = [word_sign[pair_word] * pair_count]
+        if self.ngram:
+            grams = self._gram_arrays(words)
+            if grams is not None:
+                lengths, offsets, flat_idx, flat_w = grams
+                # Expand every pair into its word's n-grams (a vectorised ragged gather).
+                pair_len = lengths[pair_word]
+                total = int(pair_len.sum())
+                starts = np.repeat(offsets[pair_word] - np.cumsum(pair_len) + pair_len, pair_len)
+                gather = starts + np.arange(total, dtype=np.int64)
+                targets.append(np.repeat(pair_row, pair_len) + flat_idx[gather])
+                values.append(flat_w[gather] * np.repeat(pair_count, pair_len))
+        summed = np.bincount(
+            np.concatenate(targets), weights=np.concatenate(values), minlength=len(texts) * dim
+        )
+        matrix = summed.reshape(len(texts), dim).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix
+
+    def _gram_arrays(
+        self, words: list[bytes]
+    ) -> (
+        tuple[
+            npt.NDArray[np.int64],
+            npt.NDArray[np.int64],
+            npt.NDArray[np.int64],
+            npt.NDArray[np.float64],
+        ]
+        | None
+    ):
+        """The n-gram features of ``words`` as flat arrays: per word its count and offset.
+
+        Returns ``(lengths, offsets, flat_idx, flat_weights)``, or None when no word has
+        n-grams.
+        """
+        # Most distinct words of a tool output are ids holding a digit, which have no
+        # n-grams: one C-level pass rules them out before any per-word Python work.
+        no_digit = np.fromiter(
+            map(operator.not_, map(_ASCII_DIGIT.search, words)), dtype=bool, count=len(words)
+        )
+        with_grams: list[tuple[int, Features]] = []
+        cache = self._cache
+        with self._lock:
+            for i in np.flatnonzero(no_digit).tolist():
+                word = words[i]
+                features = cache.get(word)
+                if features is None:
+                    if not self._wants_grams(word):
+                        continue
+                    if len(cache) >= self.cache_size:
+                        cache.clear()
+                        self._ngrams.clear()
+                    features = cache[word] = self._gram_features(word)
+                with_grams.append((i, features))
+        if not with_grams:
+            return None
+        lengths = np.zeros(len(words), dtype=np.int64)
+        lengths[[i for i, _ in with_grams]] = [len(f[0]) for _, f in with_grams]
+        offsets = np.cumsum(lengths) - lengths
+        flat_idx = np.fromiter(chain.from_iterable(f[0] for _, f in with_grams), dtype=np.int64)
+        flat_w = np.fromiter(chain.from_iterable(f[1] for _, f in with_grams), dtype=np.float64)
+        return lengths, offsets, flat_idx, flat_w
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per text."""
