@@ -3,9 +3,12 @@
 Side by side in one run:
   1. ingest MB/s of 1 / 10 / 50 MB tool outputs through ``TaskMemory`` (chunking +
      HashingEmbedder + BM25 + upsert, embedded edge engine) vs the floor of raw upserts
-     of the same chunks with precomputed vectors (edge and qdrant-client ``:memory:``)
-     vs Griptape ``TaskMemory`` (LocalVectorStoreDriver + a hashing embedding driver, in
-     a subprocess with a timeout; chunks prepared outside its timing);
+     of exactly the points TaskMemory wrote (same ids, dense and sparse vectors and
+     payloads, recorded in an untimed run and prebuilt before the clock starts):
+     qdrant-client ``:memory:`` ``upsert`` calls, and qdrant-edge ``EdgeShard.update``
+     calls; medians of 3 interleaved runs (this machine's timings vary by +-20%); vs
+     Griptape ``TaskMemory`` (LocalVectorStoreDriver + a hashing embedding driver, in a
+     subprocess with a timeout; chunks prepared outside its timing);
   2. hybrid query latency (median / p95) at 10k and 100k chunks, edge vs qdrant-client
      local mode (the latter only at 10k: ~1 s per filtered query at 100k);
   3. recall@5 of 100 needle facts hidden in a 10 MB synthetic output: hybrid vs dense
@@ -25,12 +28,12 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from offprompt.artifacts import TextArtifact
 from offprompt.task_memory import TaskMemory
-from offprompt.task_memory.chunking import iter_chunks
-from offprompt.tokens import default_tokenizer
 from offprompt.vectors import HashingEmbedder, QdrantVectorStore, VectorRecord
+from offprompt.vectors._backends import BackendPoint
 
 RESULTS = Path(__file__).with_name("RESULTS_task_memory.md")
 WORDS = [
@@ -100,41 +103,137 @@ def synthetic(mb: float, seed: int = 0) -> str:
     return "\n".join(lines)
 
 
-def ingest(sizes: list[float]) -> list[dict[str, object]]:
+def ingest_once(text: str, capture: list[list[BackendPoint]] | None = None) -> float:
+    """Seconds to store ``text`` through a fresh TaskMemory (edge engine, the default).
+
+    With ``capture``, the points TaskMemory upserts are recorded there, batch by batch.
+    """
+    memory = TaskMemory()
+    backend = memory.vector_store._core.backend
+    if capture is not None:
+        upsert = backend.upsert
+
+        def recording(points: list[BackendPoint]) -> None:
+            capture.append(list(points))
+            upsert(points)
+
+        backend.upsert = recording  # type: ignore[method-assign]
+    t = time.perf_counter()
+    memory.process_output("bench", "ingest", TextArtifact(value=text, name="out"))
+    seconds = time.perf_counter() - t
+    memory.close()
+    return seconds
+
+
+def client_floor(batches: list[list[BackendPoint]]) -> float:
+    """Seconds of raw qdrant-client upserts (``:memory:``) of exactly these points.
+
+    The PointStructs (same ids, dense and sparse vectors, payloads) are built before
+    the clock starts: the floor is the upsert calls alone.
+    """
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "floor",
+        vectors_config={"dense": models.VectorParams(size=384, distance=models.Distance.COSINE)},
+        sparse_vectors_config={"sparse": models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
+
+    def vectors(p: BackendPoint) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if p.dense is not None:
+            out["dense"] = p.dense
+        if p.sparse is not None and len(p.sparse):
+            out["sparse"] = models.SparseVector(indices=p.sparse.indices, values=p.sparse.values)
+        return out
+
+    structs = [
+        [models.PointStruct(id=p.id, vector=vectors(p), payload=p.payload) for p in batch]
+        for batch in batches
+    ]
+    t = time.perf_counter()
+    for points in structs:
+        client.upsert("floor", points)
+    seconds = time.perf_counter() - t
+    client.close()
+    return seconds
+
+
+def edge_floor(batches: list[list[BackendPoint]]) -> float:
+    """Seconds of raw qdrant-edge ``EdgeShard.update`` calls upserting exactly these points.
+
+    Same collection config and payload indexes as offprompt's store; the
+    ``qdrant_edge.Point`` objects and update operations are built before the clock starts.
+    """
+    import tempfile
+
+    import qdrant_edge as qe
+
+    with tempfile.TemporaryDirectory() as directory:
+        shard = qe.EdgeShard.create(
+            directory,
+            qe.EdgeConfig(
+                vectors={"dense": qe.EdgeVectorParams(size=384, distance=qe.Distance.Cosine)},
+                sparse_vectors={"sparse": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            ),
+        )
+        for key in ("namespace", "kind", "record_id", "generation"):
+            shard.update(qe.UpdateOperation.create_field_index(key, qe.KeywordIndexParams()))
+        shard.update(
+            qe.UpdateOperation.create_field_index("tenant", qe.KeywordIndexParams(is_tenant=True))
+        )
+        shard.update(qe.UpdateOperation.create_field_index("seq", qe.PayloadSchemaType.Integer))
+
+        def vectors(p: BackendPoint) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            if p.dense is not None:
+                out["dense"] = p.dense
+            if p.sparse is not None and len(p.sparse):
+                out["sparse"] = qe.SparseVector(p.sparse.indices, p.sparse.values)
+            return out
+
+        operations = [
+            qe.UpdateOperation.upsert_points([qe.Point(p.id, vectors(p), p.payload) for p in batch])
+            for batch in batches
+        ]
+        t = time.perf_counter()
+        for operation in operations:
+            shard.update(operation)
+        seconds = time.perf_counter() - t
+        shard.close()
+    return seconds
+
+
+def ingest(sizes: list[float], repeats: int) -> list[dict[str, object]]:
+    """TaskMemory vs the raw-upsert floors, interleaved ``repeats`` times; medians."""
     rows = []
-    tokenizer = default_tokenizer()
-    TaskMemory().process_output("warm", "up", TextArtifact(value=synthetic(0.05), name="warm"))
+    ingest_once(synthetic(0.05), None)  # imports, tokenizer and engine warm
     for mb in sizes:
         text = synthetic(mb, seed=int(mb * 10))
         real_mb = len(text.encode()) / 1e6
-        memory = TaskMemory()
-        t = time.perf_counter()
-        memory.process_output("bench", "ingest", TextArtifact(value=text, name="out"))
-        tm = time.perf_counter() - t
-        chunks = list(iter_chunks(text, tokenizer.encoding, chunk_tokens=512, overlap_tokens=64))
-        emb = HashingEmbedder()
-        vectors = emb.embed_array([c.embed_text for c in chunks]).tolist()
-        records = [
-            VectorRecord(id=str(c.index), text=c.text, vector=v, payload={"seq": c.index})
-            for c, v in zip(chunks, vectors, strict=True)
-        ]
-        floors = {}
-        for engine in ("edge", "client"):
-            store = QdrantVectorStore(engine=engine, sparse=False)  # type: ignore[arg-type]
-            t = time.perf_counter()
-            store.upsert("raw", records)
-            floors[engine] = time.perf_counter() - t
-            store.close()
-        gt = griptape_ingest([c.text for c in chunks], timeout=max(60.0, mb * 30))
+        batches: list[list[BackendPoint]] = []
+        ingest_once(text, batches)  # untimed: records the points for the floors
+        runs: dict[str, list[float]] = {"tm": [], "client": [], "edge": []}
+        for _ in range(repeats):
+            runs["tm"].append(ingest_once(text))
+            runs["client"].append(client_floor(batches))
+            runs["edge"].append(edge_floor(batches))
+        tm, client, edge = (statistics.median(runs[k]) for k in ("tm", "client", "edge"))
+        chunks = sum(len(b) for b in batches)
+        gt = griptape_ingest(
+            [str(p.payload["text"]) for b in batches for p in b], timeout=max(60.0, mb * 30)
+        )
         rows.append(
             {
                 "MB": round(real_mb, 2),
-                "chunks": len(chunks),
+                "chunks": chunks,
                 "TaskMemory s": round(tm, 2),
                 "TaskMemory MB/s": round(real_mb / tm, 2),
-                "raw edge upsert s": round(floors["edge"], 2),
-                "raw client upsert s": round(floors["client"], 2),
-                "TaskMemory / raw edge": round(tm / floors["edge"], 2),
+                "raw qdrant-client upsert s": round(client, 2),
+                "TaskMemory / raw client": round(tm / client, 2),
+                "raw edge update s": round(edge, 2),
+                "TaskMemory / raw edge": round(tm / edge, 2),
                 "griptape": gt,
             }
         )
@@ -280,16 +379,26 @@ def main() -> None:
         metavar="N",
         help="only measure query latency at N chunks (edge)",
     )
+    parser.add_argument(
+        "--ingest-only",
+        type=float,
+        nargs="+",
+        metavar="MB",
+        help="only measure ingest at these sizes (MB)",
+    )
     args = parser.parse_args()
     if args.latency_only:
         latency(args.latency_only, ["edge"])
         return
+    if args.ingest_only:
+        print(table(ingest(args.ingest_only, repeats=3)))
+        return
     if args.quick:
-        ing = ingest([0.5, 2.0])
+        ing = ingest([0.5, 2.0], repeats=1)
         lat = latency(2_000, ["edge", "client"], runs=20)
         rec = recall(1.0, 20)
     else:
-        ing = ingest([1.0, 10.0, 50.0])
+        ing = ingest([1.0, 10.0, 50.0], repeats=3)
         lat = latency(10_000, ["edge", "client"]) + latency(100_000, ["edge"])
         rec = recall(10.0, 100)
     report = "\n\n".join(

@@ -9,7 +9,7 @@ import pytest
 
 from offprompt.artifacts import TextArtifact
 from offprompt.task_memory import TaskMemory
-from offprompt.task_memory.storage import prefetch
+from offprompt.task_memory.chunking import prefetch
 
 
 def test_items_arrive_in_order() -> None:

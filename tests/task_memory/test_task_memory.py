@@ -355,3 +355,43 @@ async def test_async_twins(memory: TaskMemory) -> None:
     assert (await memory.asummarize("w")).value
     assert (await memory.aload_artifacts("w")).value[0].value.endswith("the answer is 42\n")
     assert await memory.adelete("w") is True
+
+
+def test_query_hits_name_their_artifact_and_chunk_index(memory: TaskMemory) -> None:
+    # Chunks do not store their artifact id or index; both follow from seq and the
+    # committed entries, also across a second write to the same namespace.
+    items = [TextArtifact(value=f"quasar{i}marker " + _log(40, i)) for i in range(2)]
+    memory.process_output("db", "select", ListArtifact(value=items, name="parts"))
+    last = TextArtifact(value=_log(30, 9) + " the zebra code is 5521")
+    memory.store_artifact("parts", last)
+    loaded = memory.load_artifacts("parts").value
+    assert [a.id for a in loaded] == [items[0].id, items[1].id, last.id]
+    for i, item in enumerate(items):
+        hit = memory.query("parts", f"quasar{i}marker", top_n=1).value[0]
+        assert hit.meta["artifact_id"] == item.id
+        assert hit.meta["chunk_index"] == 0
+    hit = memory.query("parts", "zebra code", top_n=1).value[0]
+    assert "5521" in hit.value
+    assert hit.meta["artifact_id"] == last.id
+    enc = default_tokenizer().encoding
+    chunks = list(iter_chunks(last.value, enc, chunk_tokens=64, overlap_tokens=8))
+    assert len(chunks) > 1 and hit.meta["chunk_index"] == len(chunks) - 1
+    assert chunks[hit.meta["chunk_index"]].text == hit.value
+
+
+def test_large_outputs_take_the_threaded_pipeline_and_match_the_serial_one() -> None:
+    # Above 1M characters, tokenising runs in a background thread; the stored chunks
+    # must be exactly those of the serial path.
+    text = "\n".join(f"{i:07d} event {i % 97} code=é{i:x}" for i in range(60_000))
+    assert len(text) > 1_000_000
+    enc = default_tokenizer().encoding
+    serial = list(iter_chunks(text, enc, chunk_tokens=512, overlap_tokens=64))
+    threaded = list(iter_chunks(text, enc, chunk_tokens=512, overlap_tokens=64, ahead=True))
+    assert [(c.start, c.end, c.embed_text) for c in serial] == [
+        (c.start, c.end, c.embed_text) for c in threaded
+    ]
+    assert "".join(c.text for c in threaded) == text
+    with TaskMemory() as memory:
+        memory.process_output("tool", "dump", TextArtifact(value=text, name="big"))
+        assert memory.load_artifacts("big").value[0].value == text
+        assert memory.namespace_metadata("big")["chunks"] == len(serial)

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from offprompt.errors import NamespaceError, StorageError, ValidationError
@@ -252,3 +254,37 @@ async def test_native_async_client_path() -> None:
     assert [r.id for r in await store.ascroll("ops") if r.payload.get("urgent")] == ["c"]
     assert await store.adelete("ops") == 4
     assert await store.acount("ops") == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 300), max_size=40), min_size=1, max_size=12))
+def test_bm25_span_encoding_equals_one_document_at_a_time(docs: list[list[int]]) -> None:
+    enc = BM25SparseEncoder(avg_len=16.0)
+    flat = np.asarray([i for doc in docs for i in doc], dtype=np.uint32)
+    stops = np.cumsum([len(doc) for doc in docs]).tolist()
+    together = enc.encode_spans(flat, stops)
+    assert len(together) == len(docs)
+    for doc, got in zip(docs, together, strict=True):
+        want = enc.encode_ids(doc)
+        assert got.indices == want.indices == sorted(set(doc))
+        assert np.allclose(got.values, want.values)
+    with pytest.raises(ValidationError, match="token ids"):
+        enc.encode_ids([-1, 2])
+
+
+def test_unscoped_points_carry_no_empty_scope_fields_and_scopes_stay_apart(
+    store: QdrantVectorStore,
+) -> None:
+    from offprompt.scope import Scope
+
+    store.upsert("ns", [VectorRecord(id="plain", text="shared words here", payload={})])
+    user = store.with_scope(Scope(user="u1"))
+    user.upsert("ns", [VectorRecord(id="mine", text="shared words here", payload={})])
+    raw = store._backend.scroll([("namespace", "ns")], limit=10)[0]
+    keys = {s.payload["record_id"]: set(s.payload) for s in raw}
+    assert not any(k.startswith("scope_") for k in keys["plain"])
+    assert {k for k in keys["mine"] if k.startswith("scope_")} == {"scope_user"}
+    assert [h.id for h in store.search("ns", "shared words")] == ["plain"]
+    assert [h.id for h in user.search("ns", "shared words")] == ["mine"]
+    assert [r.id for r in store.scroll("ns")] == ["plain"]
+    assert store.count("ns") == 1 and user.count("ns") == 1

@@ -8,10 +8,9 @@ that never committed stays invisible.
 
 from __future__ import annotations
 
-import queue
-import threading
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
@@ -69,62 +68,21 @@ def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
     }
 
 
-T = TypeVar("T")
+# Above this many characters, tokenising runs in a thread ahead of embedding and upserts.
 _PIPELINE_MIN_CHARS = 1_000_000
-_DONE = object()
-
-
-def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
-    """Iterate ``items`` in a background thread, up to ``depth`` items ahead.
-
-    An exception raised by ``items`` is re-raised in the consumer; a consumer that stops
-    early (or fails) stops the producer.
-    """
-    buffer: queue.Queue[Any] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                buffer.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-        except BaseException as exc:  # handed to the consumer, which re-raises it
-            failure.append(exc)
-        put(_DONE)
-
-    worker = threading.Thread(target=produce, name="offprompt-prefetch", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = buffer.get()
-            if item is _DONE:
-                break
-            yield item
-        if failure:
-            raise failure[0]
-    finally:
-        stop.set()
-        worker.join()
 
 
 class TextArtifactStorage:
     """Stores ``TextArtifact`` values as token-aware chunks in a ``QdrantVectorStore``.
 
-    Each chunk is a point with payload ``artifact_id``, ``chunk_index``, ``seq`` (order
-    within the namespace), ``generation``, ``start``/``end`` (character offsets) and
-    ``tokens``; the point's ``text`` is the exact, non-overlapping span, so loading
-    joins the chunks back into the original byte for byte. The embedded text adds
-    ``overlap_tokens`` of the previous chunk for context.
+    Each chunk is a point with payload ``seq`` (order within the namespace),
+    ``generation``, ``start``/``end`` (character offsets) and ``tokens``; the point's
+    ``text`` is the exact, non-overlapping span, so loading joins the chunks back into
+    the original byte for byte. The embedded text adds ``overlap_tokens`` of the
+    previous chunk for context. Which artifact a chunk belongs to, and its index there,
+    follow from ``seq`` and the committed entries (each knows its ``first_seq`` and
+    ``chunks``), so they are not stored on every point: the embedded engine's payload
+    conversion costs microseconds per field, which adds up over millions of chunks.
 
     Args:
         vector_store: Where chunks go.
@@ -171,7 +129,6 @@ class TextArtifactStorage:
         self.batch_size = batch_size
         vector_store.create_payload_index("seq", "integer")
         vector_store.create_payload_index("generation", "keyword")
-        vector_store.create_payload_index("artifact_id", "keyword")
 
     def _store(self, tenant: str) -> QdrantVectorStore:
         return (
@@ -198,21 +155,24 @@ class TextArtifactStorage:
 
         def batches() -> Iterator[list[VectorRecord]]:
             batch: list[VectorRecord] = []
+            # The first batches are small so embedding and upserting start while the
+            # next segment is still being tokenised.
+            limit = min(32, self.batch_size)
             for chunk in iter_chunks(
                 text,
                 self.tokenizer.encoding,
                 chunk_tokens=self.chunk_tokens,
                 overlap_tokens=self.overlap_tokens,
+                ahead=len(text) > _PIPELINE_MIN_CHARS,
+                span_encoder=encoder.encode_spans if encoder is not None else None,
             ):
                 batch.append(
                     VectorRecord(
                         id=f"{generation}:{first_seq + chunk.index}",
                         text=chunk.text,
                         embed_text=chunk.embed_text,
-                        sparse=encoder.encode_ids(chunk.token_ids) if encoder is not None else None,
+                        sparse=chunk.sparse,
                         payload={
-                            "artifact_id": artifact.id,
-                            "chunk_index": chunk.index,
                             "seq": first_seq + chunk.index,
                             "generation": generation,
                             "start": chunk.start,
@@ -223,16 +183,14 @@ class TextArtifactStorage:
                 )
                 counted["chunks"] += 1
                 counted["tokens"] += chunk.tokens
-                if len(batch) >= self.batch_size:
+                if len(batch) >= limit:
                     yield batch
                     batch = []
+                    limit = min(limit * 2, self.batch_size)
             if batch:
                 yield batch
 
-        # Large outputs: tokenising (tiktoken releases the GIL) and chunking run in a
-        # thread, one batch ahead of embedding and upserting.
-        source = prefetch(batches()) if len(text) > _PIPELINE_MIN_CHARS else batches()
-        for records in source:
+        for records in batches():
             store.upsert(namespace, records)
         chunks, tokens = counted["chunks"], counted["tokens"]
         entry = _describe(artifact, generation, first_seq)
@@ -243,9 +201,13 @@ class TextArtifactStorage:
         store = self._store(tenant)
         out: list[BaseArtifact] = []
         for entry in entries:
+            first = int(entry["first_seq"])
             records = store.scroll(
                 namespace,
-                filter={"generation": entry["generation"], "artifact_id": entry["id"]},
+                filter={
+                    "generation": entry["generation"],
+                    "seq": Range(gte=first, lt=first + int(entry["chunks"])),
+                },
                 order_by="seq",
             )
             if len(records) != entry["chunks"]:
@@ -288,9 +250,18 @@ class TextArtifactStorage:
         gens = [e["generation"] for e in entries]
         if not gens:
             return []
-        return self._store(tenant).search(
+        hits = self._store(tenant).search(
             namespace, query, top_n=top_n, filter={"generation": gens}, mode=mode
         )
+        # Name each hit's artifact and its index there, from the entries' seq ranges.
+        ordered = sorted(entries, key=lambda e: int(e["first_seq"]))
+        firsts = [int(e["first_seq"]) for e in ordered]
+        for hit in hits:
+            seq = int(hit.payload.get("seq", 0))
+            entry = ordered[max(bisect_right(firsts, seq) - 1, 0)]
+            hit.payload["artifact_id"] = entry["id"]
+            hit.payload["chunk_index"] = seq - int(entry["first_seq"])
+        return hits
 
     def discard(
         self,

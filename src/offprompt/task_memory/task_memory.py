@@ -325,10 +325,7 @@ class TaskMemory:
                     "offload",
                     scope=self._scope_fields(),
                     tokens=sum(int(e["tokens"]) for e in entries),
-                    included=[
-                        {"artifact_id": e.get("artifact_id"), "chunks": e["chunks"]}
-                        for e in entries
-                    ],
+                    included=[{"artifact_id": e["id"], "chunks": e["chunks"]} for e in entries],
                     detail={"namespace": namespace, "tool": tool, "activity": activity},
                 ),
             )

@@ -2,8 +2,9 @@
 
 Both speak the same small internal protocol (points in, scored payloads out); the store
 does embedding, validation and payload bookkeeping once, above them. Conditions travel
-as ``[(key, value)]`` pairs (value: exact, list = any-of, or :class:`Range`) and each
-backend translates them into its own filter objects.
+as ``[(key, value)]`` pairs (value: exact, list = any-of, :class:`Range`, or None =
+the field is absent or empty) and each backend translates them into its own filter
+objects.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ DENSE = "dense"
 RRF_K = 2
 SPARSE = "sparse"
 
-Cond = list[tuple[str, FilterValue]]
+Cond = list[tuple[str, FilterValue | None]]
 IndexKind = Literal["keyword", "integer", "float", "bool", "datetime"]
 Mode = Literal["hybrid", "dense", "sparse"]
 
@@ -158,7 +159,9 @@ class EdgeBackend:
         qe = self.qe
         must: list[Any] = []
         for key, value in cond:
-            if isinstance(value, Range):
+            if value is None:
+                must.append(qe.IsEmptyCondition(key))
+            elif isinstance(value, Range):
                 must.append(
                     qe.FieldCondition(
                         key,
@@ -372,7 +375,9 @@ class ClientBackend:
         m = self.models
         must: list[Any] = []
         for key, value in cond:
-            if isinstance(value, Range):
+            if value is None:
+                must.append(m.IsEmptyCondition(is_empty=m.PayloadField(key=key)))
+            elif isinstance(value, Range):
                 must.append(
                     m.FieldCondition(
                         key=key,

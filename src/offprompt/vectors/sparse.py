@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
@@ -85,13 +86,36 @@ class BM25SparseEncoder:
     def encode_ids(self, ids: Sequence[int] | np.ndarray) -> SparseVector:
         """BM25 document weights of one document given as token ids."""
         array = np.asarray(ids, dtype=np.int64)
-        if array.size == 0:
-            return SparseVector()
-        indices, tf = np.unique(array, return_counts=True)
-        tf = tf.astype(np.float64)
-        norm = self.k1 * (1.0 - self.b + self.b * array.size / self.avg_len)
-        values = tf * (self.k1 + 1.0) / (tf + norm)
-        return SparseVector(indices=indices.tolist(), values=values.tolist())
+        return self.encode_spans(array, [array.size])[0]
+
+    def encode_spans(self, ids: np.ndarray, stops: Sequence[int]) -> list[SparseVector]:
+        """BM25 weights of consecutive documents ``ids[0:stops[0]]``, ``ids[stops[0]:stops[1]]``...
+
+        One sort over all of them instead of one per document; numpy releases the GIL
+        while it sorts, so this also runs well in a background thread.
+        """
+        if not len(stops):
+            return []
+        bounds = np.asarray(stops, dtype=np.int64)
+        array = np.asarray(ids[: int(bounds[-1])], dtype=np.int64)
+        if array.size and (array.min() < 0 or array.max() >= 1 << 32):
+            raise ValidationError("token ids must be in [0, 2**32)")
+        lengths = np.diff(bounds, prepend=0)
+        rows = np.repeat(np.arange(bounds.size, dtype=np.int64), lengths)
+        keys = (rows << 32) | array  # (document, token) pairs, sorted together
+        keys.sort()
+        first = np.empty(keys.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        tf = np.diff(starts, append=keys.size).astype(np.float64)
+        unique = keys[starts]
+        row = unique >> 32
+        norm = self.k1 * (1.0 - self.b + self.b * lengths[row] / self.avg_len)
+        values = (tf * (self.k1 + 1.0) / (tf + norm)).tolist()
+        indices = (unique & 0xFFFFFFFF).tolist()
+        edges = np.searchsorted(row, np.arange(bounds.size + 1)).tolist()
+        return [SparseVector(indices=indices[a:b], values=values[a:b]) for a, b in pairwise(edges)]
 
     def encode_document(self, text: str) -> SparseVector:
         """BM25 document weights of ``text``."""
