@@ -95,11 +95,30 @@ def _edge_decode(value: Any) -> Any:
     return value
 
 
+def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
+    """The ``qdrant_edge.EdgeConfig`` of an offprompt collection.
+
+    An ephemeral shard (a private temporary directory deleted on close) gains nothing
+    from a write-ahead log, so it has none: upserts skip writing every point to disk a
+    second time. A shard at a ``path=`` keeps the engine's durable defaults.
+    """
+    import qdrant_edge as qe
+
+    return qe.EdgeConfig(
+        vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
+        sparse_vectors=(
+            {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if sparse else None
+        ),
+        wal_enabled=False if ephemeral else None,
+    )
+
+
 class EdgeBackend:
     """The Qdrant engine embedded through ``qdrant_edge.EdgeShard`` (one shard = one collection).
 
     ``path=None`` uses a private temporary directory removed on :meth:`close` (the
-    ":memory:" equivalent: nothing outlives the process).
+    ":memory:" equivalent: nothing outlives the process), so it runs without a
+    write-ahead log (see :func:`edge_config`).
     """
 
     name = "edge"
@@ -115,12 +134,7 @@ class EdgeBackend:
         else:
             directory = Path(path) / collection
         self.directory = directory
-        config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
-            sparse_vectors=(
-                {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if sparse else None
-            ),
-        )
+        config = edge_config(dimensions, sparse, ephemeral=path is None)
         try:
             if directory.is_dir() and any(directory.iterdir()):
                 self.shard = qe.EdgeShard.load(str(directory), config)

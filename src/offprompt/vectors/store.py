@@ -288,9 +288,9 @@ class QdrantVectorStore:
         )
 
     def _pid(self, namespace: str, record_id: str) -> str:
-        extra = tuple(self._scope[key] for key in SCOPE_PAYLOAD_KEYS.values())
-        if not any(extra):
+        if not any(self._scope.values()):
             return point_id(self.tenant, namespace, record_id)
+        extra = (self._scope[key] for key in SCOPE_PAYLOAD_KEYS.values())
         return point_id("\x1e".join((self.tenant, *extra)), namespace, record_id)
 
     @property
