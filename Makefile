@@ -12,7 +12,7 @@ SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python $(PACKAGES) -r requirements-dev.txt
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(PACKAGES) -r requirements-dev.txt
 	touch $(STAMP)
 
 setup: $(STAMP)

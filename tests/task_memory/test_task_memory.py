@@ -27,7 +27,8 @@ from offprompt.task_memory import (
     StorageMismatchError,
     TaskMemory,
 )
-from offprompt.task_memory.chunking import iter_chunks
+from offprompt.task_memory.chunking import chunks_from_segments, iter_chunks, tokenize_segments
+from offprompt.task_memory.pipeline import consume_behind
 from offprompt.tokens import default_tokenizer
 from offprompt.vectors import HashingEmbedder, QdrantVectorStore
 
@@ -380,17 +381,24 @@ def test_query_hits_name_their_artifact_and_chunk_index(memory: TaskMemory) -> N
 
 
 def test_large_outputs_take_the_threaded_pipeline_and_match_the_serial_one() -> None:
-    # Above 1M characters, tokenising runs in a background thread; the stored chunks
-    # must be exactly those of the serial path.
+    # Above 1M characters, tokenising and chunking run in two threads; the chunks must
+    # be exactly those of the serial path.
     text = "\n".join(f"{i:07d} event {i % 97} code=é{i:x}" for i in range(60_000))
     assert len(text) > 1_000_000
     enc = default_tokenizer().encoding
     serial = list(iter_chunks(text, enc, chunk_tokens=512, overlap_tokens=64))
-    threaded = list(iter_chunks(text, enc, chunk_tokens=512, overlap_tokens=64, ahead=True))
+    threaded = consume_behind(
+        lambda segments: list(
+            chunks_from_segments(segments, enc, chunk_tokens=512, overlap_tokens=64)
+        ),
+        tokenize_segments(text, enc, chunk_tokens=512),
+    )
     assert [(c.start, c.end, c.embed_text) for c in serial] == [
         (c.start, c.end, c.embed_text) for c in threaded
     ]
     assert "".join(c.text for c in threaded) == text
+    assert all(c.tokens <= 512 + 3 for c in threaded)
+    assert sum(c.tokens < 512 for c in threaded) == 1  # only the last chunk is short
     with TaskMemory() as memory:
         memory.process_output("tool", "dump", TextArtifact(value=text, name="big"))
         assert memory.load_artifacts("big").value[0].value == text

@@ -9,13 +9,14 @@ that never committed stays invisible.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
 from offprompt.task_memory.blobs import BlobStore
-from offprompt.task_memory.chunking import iter_chunks
+from offprompt.task_memory.chunking import Segment, chunks_from_segments, tokenize_segments
+from offprompt.task_memory.pipeline import consume_behind
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
     }
 
 
-# Above this many characters, tokenising runs in a thread ahead of embedding and upserts.
+# Above this many characters, tokenising and embedding + upserting run in two threads.
 _PIPELINE_MIN_CHARS = 1_000_000
 
 
@@ -153,17 +154,15 @@ class TextArtifactStorage:
         text = artifact.value
         counted = {"chunks": 0, "tokens": 0}
 
-        def batches() -> Iterator[list[VectorRecord]]:
+        def store_chunks(segments: Iterable[Segment]) -> None:
             batch: list[VectorRecord] = []
-            # The first batches are small so embedding and upserting start while the
-            # next segment is still being tokenised.
+            # The first batches are small so embedding and upserting start at once.
             limit = min(32, self.batch_size)
-            for chunk in iter_chunks(
-                text,
+            for chunk in chunks_from_segments(
+                segments,
                 self.tokenizer.encoding,
                 chunk_tokens=self.chunk_tokens,
                 overlap_tokens=self.overlap_tokens,
-                ahead=len(text) > _PIPELINE_MIN_CHARS,
                 span_encoder=encoder.encode_spans if encoder is not None else None,
             ):
                 batch.append(
@@ -184,14 +183,19 @@ class TextArtifactStorage:
                 counted["chunks"] += 1
                 counted["tokens"] += chunk.tokens
                 if len(batch) >= limit:
-                    yield batch
+                    store.upsert(namespace, batch)
                     batch = []
                     limit = min(limit * 2, self.batch_size)
             if batch:
-                yield batch
+                store.upsert(namespace, batch)
 
-        for records in batches():
-            store.upsert(namespace, records)
+        segments = tokenize_segments(text, self.tokenizer.encoding, chunk_tokens=self.chunk_tokens)
+        if len(text) > _PIPELINE_MIN_CHARS:
+            # Large outputs: this thread tokenises (GIL-free) while a worker cuts,
+            # embeds and upserts the chunks of the segments before.
+            consume_behind(store_chunks, segments)
+        else:
+            store_chunks(segments)
         chunks, tokens = counted["chunks"], counted["tokens"]
         entry = _describe(artifact, generation, first_seq)
         entry.update(chunks=chunks, tokens=tokens, bytes=len(text.encode("utf-8")), chars=len(text))

@@ -1,0 +1,119 @@
+"""The two-thread ingest pipeline: order, errors both ways, early stops, context."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from offprompt.artifacts import TextArtifact
+from offprompt.errors import ValidationError
+from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.pipeline import consume_behind
+
+REQUEST = contextvars.ContextVar("REQUEST", default="none")
+
+
+def test_items_arrive_in_order_and_the_result_comes_back() -> None:
+    def consume(stream: Iterator[int]) -> list[int]:
+        return [x * 2 for x in stream]
+
+    assert consume_behind(consume, iter(range(100)), depth=2) == [x * 2 for x in range(100)]
+
+
+def test_a_producer_error_is_raised_after_the_consumer_unwound() -> None:
+    unwound = threading.Event()
+
+    def failing() -> Iterator[int]:
+        yield 1
+        yield 2
+        raise ValueError("tokenising broke")
+
+    def consume(stream: Iterator[int]) -> int:
+        try:
+            return sum(stream)
+        finally:
+            unwound.set()
+
+    with pytest.raises(ValueError, match="tokenising broke"):
+        consume_behind(consume, failing())
+    assert unwound.is_set()
+
+
+def test_a_consumer_error_stops_the_producer_and_reaches_the_caller() -> None:
+    produced: list[int] = []
+
+    def endless() -> Iterator[int]:
+        i = 0
+        while True:
+            produced.append(i)
+            yield i
+            i += 1
+
+    def consume(stream: Iterator[int]) -> None:
+        for x in stream:
+            if x == 3:
+                raise RuntimeError("upsert failed")
+
+    before = threading.active_count()
+    with pytest.raises(RuntimeError, match="upsert failed"):
+        consume_behind(consume, endless(), depth=2)
+    assert threading.active_count() == before  # the worker has finished
+    assert len(produced) <= 3 + 2 + 2  # bounded by depth: no runaway producer
+
+
+def test_a_consumer_that_stops_early_stops_the_producer() -> None:
+    produced: list[int] = []
+
+    def slow() -> Iterator[int]:
+        for i in range(1000):
+            produced.append(i)
+            time.sleep(0.001)
+            yield i
+
+    def first_two(stream: Iterator[int]) -> list[int]:
+        return [next(stream), next(stream)]
+
+    assert consume_behind(first_two, slow()) == [0, 1]
+    assert len(produced) < 10
+
+
+def test_the_consumer_sees_the_callers_context() -> None:
+    def consume(stream: Iterator[int]) -> str:
+        list(stream)
+        return REQUEST.get()
+
+    token = REQUEST.set("req-7")
+    try:
+        assert consume_behind(consume, iter(range(3))) == "req-7"
+    finally:
+        REQUEST.reset(token)
+
+
+def test_invalid_unicode_in_a_large_output_is_refused_and_nothing_is_visible() -> None:
+    text = "ok line\n" * 200_000 + "\ud800 broken"
+    memory = TaskMemory()
+    with pytest.raises(ValidationError, match="not valid Unicode"):
+        memory.store_artifact("big", TextArtifact(value=text))
+    assert memory.namespaces() == []
+    assert memory.vector_store.count("big") == 0
+
+
+def test_a_large_output_goes_through_the_pipeline_byte_identical() -> None:
+    text = "".join(f"line {i} ünïcode 🚀 {'x' * (i % 50)}\n" for i in range(60_000))  # > 1 M chars
+    assert len(text) > 1_000_000
+    memory = TaskMemory()
+    memory.process_output("tool", "run", TextArtifact(value=text, name="big"))
+    assert memory.load_artifacts("big").value[0].value == text
+
+
+def test_close_releases_the_embedded_engine_so_the_path_can_be_reopened(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with TaskMemory(path=tmp_path / "tm") as memory:
+        memory.process_output(
+            "tool", "run", TextArtifact(value="kept across a restart " * 50, name="ns")
+        )
+    with TaskMemory(path=tmp_path / "tm") as reopened:
+        assert reopened.namespaces() == ["ns"]
