@@ -248,6 +248,17 @@ def ingest(sizes: list[float], repeats: int) -> list[dict[str, object]]:
     return rows
 
 
+INGEST_NOTES = """\
+TaskMemory: `process_output` of a synthetic log (line numbers, levels, words, hex ids)
+into a fresh in-memory TaskMemory (embedded edge engine, HashingEmbedder 384-d, BM25,
+512-token chunks). Floors: exactly the points that run upserted (ids, dense and sparse
+vectors, payloads incl. the chunk text), recorded in an untimed run, prebuilt, then
+upserted in the same batches: `QdrantClient(":memory:").upsert` (the issue's floor) and
+`EdgeShard.update` of the same engine config. Times are medians of 5 interleaved runs;
+each ratio is the median of per-run ratios, since this machine's speed drifts by about
++-20% between runs. Griptape: one run, chunks given, hashing embedding driver."""
+
+
 GRIPTAPE = textwrap.dedent(
     """
     import json, sys, time, zlib
@@ -412,6 +423,7 @@ def main() -> None:
         [
             "## Ingest (TaskMemory vs raw upsert floor vs Griptape)",
             table(ing),
+            INGEST_NOTES,
             "## Hybrid query latency (namespace-filtered, top 5)",
             table(lat),
             "## Needle recall@5",
