@@ -402,4 +402,7 @@ def test_large_outputs_take_the_threaded_pipeline_and_match_the_serial_one() -> 
     with TaskMemory() as memory:
         memory.process_output("tool", "dump", TextArtifact(value=text, name="big"))
         assert memory.load_artifacts("big").value[0].value == text
-        assert memory.namespace_metadata("big")["chunks"] == len(serial)
+        meta = memory.namespace_metadata("big")
+        assert meta["chunks"] == len(serial)
+        assert meta["bytes"] == len(text.encode("utf-8"))
+        assert meta["tokens"] == sum(c.tokens for c in serial)

@@ -9,7 +9,7 @@ that never committed stays invisible.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
@@ -189,16 +189,24 @@ class TextArtifactStorage:
             if batch:
                 store.upsert(namespace, batch)
 
-        segments = tokenize_segments(text, self.tokenizer.encoding, chunk_tokens=self.chunk_tokens)
+        size = {"bytes": 0}
+
+        def segments() -> Iterator[Segment]:
+            for segment in tokenize_segments(
+                text, self.tokenizer.encoding, chunk_tokens=self.chunk_tokens
+            ):
+                size["bytes"] += len(segment.data)
+                yield segment
+
         if len(text) > _PIPELINE_MIN_CHARS:
             # Large outputs: this thread tokenises (GIL-free) while a worker cuts,
             # embeds and upserts the chunks of the segments before.
-            consume_behind(store_chunks, segments)
+            consume_behind(store_chunks, segments())
         else:
-            store_chunks(segments)
+            store_chunks(segments())
         chunks, tokens = counted["chunks"], counted["tokens"]
         entry = _describe(artifact, generation, first_seq)
-        entry.update(chunks=chunks, tokens=tokens, bytes=len(text.encode("utf-8")), chars=len(text))
+        entry.update(chunks=chunks, tokens=tokens, bytes=size["bytes"], chars=len(text))
         return entry
 
     def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
