@@ -288,3 +288,20 @@ def test_unscoped_points_carry_no_empty_scope_fields_and_scopes_stay_apart(
     assert [h.id for h in user.search("ns", "shared words")] == ["mine"]
     assert [r.id for r in store.scroll("ns")] == ["plain"]
     assert store.count("ns") == 1 and user.count("ns") == 1
+
+
+def test_points_written_with_empty_scope_strings_still_read_as_unscoped(
+    store: QdrantVectorStore,
+) -> None:
+    # Stores written before unset scope fields were left out hold them as "".
+    from offprompt.vectors._backends import BackendPoint
+
+    store.upsert("ns", [VectorRecord(id="new", text="alpha words", payload={})])
+    old = store._prepare("ns", [VectorRecord(id="old", text="alpha words", payload={})])[0]
+    old.payload.update(scope_user="", scope_agent="", scope_session="", scope_run="")
+    store._backend.upsert([BackendPoint(old.id, old.dense, old.sparse, old.payload)])
+    assert sorted(r.id for r in store.scroll("ns")) == ["new", "old"]
+    assert sorted(h.id for h in store.search("ns", "alpha words")) == ["new", "old"]
+    assert store.count("ns") == 2
+    store.delete("ns")
+    assert store.count("ns") == 0

@@ -3,8 +3,9 @@
 Both speak the same small internal protocol (points in, scored payloads out); the store
 does embedding, validation and payload bookkeeping once, above them. Conditions travel
 as ``[(key, value)]`` pairs (value: exact, list = any-of, :class:`Range`, or None =
-the field is absent or empty) and each backend translates them into its own filter
-objects.
+unset: the field is absent, empty, or ``""``, which is how stores written before
+unset fields were left out recorded them) and each backend translates them into its
+own filter objects.
 """
 
 from __future__ import annotations
@@ -174,7 +175,8 @@ class EdgeBackend:
         must: list[Any] = []
         for key, value in cond:
             if value is None:
-                must.append(qe.IsEmptyCondition(key))
+                unset = [qe.IsEmptyCondition(key), qe.FieldCondition(key, match=qe.MatchValue(""))]
+                must.append(qe.Filter(should=unset))
             elif isinstance(value, Range):
                 must.append(
                     qe.FieldCondition(
@@ -390,7 +392,11 @@ class ClientBackend:
         must: list[Any] = []
         for key, value in cond:
             if value is None:
-                must.append(m.IsEmptyCondition(is_empty=m.PayloadField(key=key)))
+                unset = [
+                    m.IsEmptyCondition(is_empty=m.PayloadField(key=key)),
+                    m.FieldCondition(key=key, match=m.MatchValue(value="")),
+                ]
+                must.append(m.Filter(should=unset))
             elif isinstance(value, Range):
                 must.append(
                     m.FieldCondition(
