@@ -8,14 +8,28 @@ Tree::
 
     OffpromptError
     ├── ValidationError          bad input: a field, role, argument or name is wrong
-    │   └── NamespaceError       a namespace / session / tenant name is not allowed
+    │   ├── NamespaceError       a namespace / session / tenant name is not allowed
+    │   └── StorageMismatchError a task-memory namespace holds another storage's artifacts
     ├── DeserializationError     a payload cannot be turned back into an object
     │   └── UnknownTypeError     a ``type`` discriminator nobody registered
     ├── SerializationError       an object holds a value that cannot be serialised
     ├── TokenizerError           a tokenizer (encoding) cannot be loaded
     ├── StorageError             a store cannot read or write (corrupt file, I/O)
-    │   └── NotAStoreError       a path exists but is not an offprompt store
-    └── NotFoundError            a session, namespace or item does not exist
+    │   ├── NotAStoreError       a path exists but is not an offprompt store
+    │   └── ForgetError          ``forget`` could not finish (``report`` says what it did)
+    ├── NotFoundError            a session, namespace or item does not exist
+    ├── ModelError               a language model's reply cannot be used
+    │   ├── SummarizationError   no usable summary (empty or non-text output)
+    │   └── MemoryModelError     no usable rating or insight in the reply
+    ├── ScriptExhaustedError     a scripted test model was called past its script
+    ├── CLIError                 a command cannot be carried out (exit code 1)
+    ├── UsageError               the command line itself is wrong (exit code 2)
+    └── DemoError                a step of ``offprompt demo`` did not produce what it should
+
+Every public exception is defined here, once; the modules that raise one re-export it
+from here (``from offprompt.errors import ForgetError``), so one ``except`` catches it
+wherever it comes from (the LangChain and LlamaIndex summarizers raise the same
+``SummarizationError``).
 
 ``ValidationError`` and ``DeserializationError`` also derive from :class:`ValueError`
 and ``NotFoundError`` from :class:`KeyError`, so code written against the builtin
@@ -24,18 +38,30 @@ exceptions keeps working.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # a type only: errors sit below every other module
+    from offprompt.forget import ForgetReport
 
 __all__ = [
+    "CLIError",
+    "DemoError",
     "DeserializationError",
+    "ForgetError",
+    "MemoryModelError",
+    "ModelError",
     "NamespaceError",
     "NotAStoreError",
     "NotFoundError",
     "OffpromptError",
+    "ScriptExhaustedError",
     "SerializationError",
     "StorageError",
+    "StorageMismatchError",
+    "SummarizationError",
     "TokenizerError",
     "UnknownTypeError",
+    "UsageError",
     "ValidationError",
 ]
 
@@ -94,3 +120,43 @@ class NotFoundError(OffpromptError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.message
+
+
+class StorageMismatchError(ValidationError):
+    """A namespace already holds another storage's artifacts (e.g. text then a blob)."""
+
+
+class ForgetError(StorageError):
+    """``forget`` could not finish; ``report`` says what was deleted. Safe to re-run."""
+
+    def __init__(self, message: str, report: ForgetReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class ModelError(OffpromptError):
+    """A language model's reply that offprompt cannot use."""
+
+
+class SummarizationError(ModelError):
+    """A model gave no usable summary (empty or non-text output)."""
+
+
+class MemoryModelError(ModelError):
+    """A model's reply could not be used for memory (no rating in it, not text)."""
+
+
+class ScriptExhaustedError(OffpromptError):
+    """A scripted test model was called more times than its script has steps."""
+
+
+class CLIError(OffpromptError):
+    """A command that cannot be carried out (exit code 1); the message is one line."""
+
+
+class UsageError(OffpromptError):
+    """The command line itself is wrong (exit code 2)."""
+
+
+class DemoError(OffpromptError):
+    """A step of the demo did not produce what it should (a bug, reported in one line)."""

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from offprompt.errors import StorageError
+from offprompt.errors import ForgetError, StorageError
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore, check_selector
 
@@ -90,14 +90,6 @@ class ForgetReport:
                 counts = ", ".join(f"{v} {k}" for k, v in r.deleted.items() if v)
                 out.append(f"{r.name}: deleted {counts}")
         return out
-
-
-class ForgetError(StorageError):
-    """``forget`` could not finish; ``report`` says what was deleted. Safe to re-run."""
-
-    def __init__(self, message: str, report: ForgetReport) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 def forget(

@@ -12,17 +12,9 @@ from typing import Any
 
 from rich.console import Console
 
-from offprompt.errors import NotFoundError, OffpromptError
+from offprompt.errors import CLIError, NotFoundError, OffpromptError, UsageError
 
 __all__ = ["CLIError", "Context", "UsageError", "atomic_write", "read_input"]
-
-
-class CLIError(OffpromptError):
-    """A command that cannot be carried out (exit code 1); the message is one line."""
-
-
-class UsageError(OffpromptError):
-    """The command line itself is wrong (exit code 2)."""
 
 
 @dataclass

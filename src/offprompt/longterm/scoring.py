@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from offprompt.errors import OffpromptError, ValidationError
+from offprompt.errors import MemoryModelError, ValidationError
 from offprompt.longterm.fragment import MemoryFragment
 from offprompt.summarizers import ExtractiveSummarizer
 
@@ -238,10 +238,6 @@ class ExtractiveInsightExtractor:
 
 
 # -- model-backed scorers: the prompt and parsing here, the model call in the adapters --
-
-
-class MemoryModelError(OffpromptError):
-    """A model's reply could not be used (no rating in it, not text)."""
 
 
 def _check_prompt(prompt: str, *fields: str) -> str:

@@ -33,7 +33,13 @@ from offprompt.artifacts import (
     ListArtifact,
     TextArtifact,
 )
-from offprompt.errors import NamespaceError, NotFoundError, OffpromptError, ValidationError
+from offprompt.errors import (
+    NamespaceError,
+    NotFoundError,
+    OffpromptError,
+    StorageMismatchError,
+    ValidationError,
+)
 from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
@@ -51,10 +57,6 @@ REFERENCE_TEMPLATE = (
 )
 EMPTY_OUTPUT = "tool output is empty"
 _META_KEY = "task_memory"
-
-
-class StorageMismatchError(ValidationError):
-    """A namespace already holds another storage's artifacts (e.g. text then a blob)."""
 
 
 class TaskMemory:

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from offprompt.errors import OffpromptError, ValidationError
+from offprompt.errors import SummarizationError, ValidationError
 from offprompt.summarizers import RunLike
 
 if TYPE_CHECKING:
@@ -35,10 +35,6 @@ __all__ = [
 ]
 
 _PROBE_TEXT = "offprompt dimension probe"
-
-
-class SummarizationError(OffpromptError):
-    """A chat model gave no usable summary (empty or non-text output)."""
 
 
 # -- embeddings -------------------------------------------------------------------------

@@ -21,15 +21,11 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from offprompt.errors import OffpromptError, ValidationError
+from offprompt.errors import ScriptExhaustedError, ValidationError
 
 __all__ = ["ScriptExhaustedError", "ScriptedChatModel", "message_chars", "tool_call"]
 
 Step = AIMessage | str | Callable[[list[BaseMessage]], AIMessage | str]
-
-
-class ScriptExhaustedError(OffpromptError):
-    """The model was called more times than its script has steps."""
 
 
 def tool_call(name: str, args: dict[str, Any] | None = None, *, id: str | None = None) -> AIMessage:

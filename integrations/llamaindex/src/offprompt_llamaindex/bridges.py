@@ -19,7 +19,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import LLM
 
-from offprompt.errors import OffpromptError, ValidationError
+from offprompt.errors import SummarizationError, ValidationError
 
 if TYPE_CHECKING:
     from offprompt.summarizers import RunLike
@@ -32,10 +32,6 @@ __all__ = [
     "OffpromptEmbedding",
     "SummarizationError",
 ]
-
-
-class SummarizationError(OffpromptError):
-    """The language model gave no usable summary (empty or non-text answer)."""
 
 
 # -- embeddings ---------------------------------------------------------------------------
