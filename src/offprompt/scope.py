@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from offprompt.errors import NamespaceError
-from offprompt.vectors.names import validate_namespace
+from offprompt.names import validate_namespace
 
 __all__ = ["PARTITION_FIELDS", "SCOPE_FIELDS", "Scope", "as_scope"]
 

@@ -7,11 +7,8 @@ and must leave stores and output files as they were.
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import os
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -319,18 +316,25 @@ def test_help_and_version_exit_0(capsys) -> None:
     assert capsys.readouterr().out.startswith("offprompt ")
 
 
-def test_demo_is_registered_only_when_the_module_exists(monkeypatch, home: Path, capsys) -> None:
-    if "offprompt.demo" not in sys.modules:
-        try:
-            import offprompt.demo  # noqa: F401
-        except ImportError:
-            assert main(["demo"]) == EXIT_USAGE
-            assert "invalid choice: 'demo'" in error_line(capsys)
+def test_demo_is_found_through_its_entry_point(monkeypatch, home: Path, capsys) -> None:
+    import offprompt.cli as cli
+
+    # make setup installs the demo distribution: the entry point names its main
+    found = cli._demo_main()
+    assert found is not None and found.__module__ == "offprompt_demo.demo"
+
     calls: list[str | None] = []
-    fake = types.ModuleType("offprompt.demo")
-    fake.__spec__ = importlib.machinery.ModuleSpec("offprompt.demo", None)
-    fake.main = lambda: calls.append(os.environ.get("OFFPROMPT_HOME")) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "offprompt.demo", fake)
+    monkeypatch.setattr(cli, "_demo_main", lambda: lambda: calls.append(os.environ.get("OFFPROMPT_HOME")) or 0)
     monkeypatch.setenv("OFFPROMPT_HOME", "unused")
     assert main(["--home", str(home), "demo"]) == EXIT_OK
     assert calls == [str(home)]
+
+
+def test_demo_not_installed_says_what_to_install(monkeypatch, home: Path, capsys) -> None:
+    import offprompt.cli as cli
+
+    monkeypatch.setattr(cli, "_demo_main", lambda: None)
+    assert main(["--home", str(home), "demo"]) == 1
+    line = error_line(capsys)
+    assert "offprompt demo is not installed: pip install offprompt-demo" in line
+    assert not home.exists()

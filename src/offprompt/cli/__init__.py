@@ -10,7 +10,7 @@ Commands (``offprompt COMMAND --help`` for each)::
     offprompt import --format F IN [--session S]
     offprompt migrate --from F --to F IN OUT   file to file, no store involved
     offprompt forget --user ID [--yes]         delete everything stored for a subject
-    offprompt demo                             the guided offline demo (when installed)
+    offprompt demo                             the guided offline demo (offprompt-demo)
 
 Every command takes ``--home DIR`` (default ``$OFFPROMPT_HOME`` or ``./.offprompt``):
 conversations are in ``HOME/memory.db``, task memory in ``HOME/qdrant``.
@@ -23,10 +23,10 @@ input, unknown session or namespace, unwritable output, a path that is not a sto
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib.metadata
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -57,11 +57,24 @@ def _positive(text: str) -> int:
     return value
 
 
-def _demo_available() -> bool:
-    try:
-        return importlib.util.find_spec("offprompt.demo") is not None
-    except (ImportError, ValueError):
-        return False
+DEMO_ENTRY_POINTS = "offprompt.demo"
+"""Entry-point group through which the demo distribution registers ``offprompt demo``.
+
+The demo runs a LangChain agent and a LlamaIndex chat engine, so it lives in its own
+distribution (``offprompt-demo``) that depends on both adapters; the core only looks it up.
+"""
+DEMO_INSTALL_HINT = (
+    "offprompt demo is not installed: pip install offprompt-demo "
+    "(it brings offprompt-langchain[agents] and offprompt-llamaindex), or run 'make demo'"
+)
+
+
+def _demo_main() -> Callable[[], int | None] | None:
+    """The demo's ``main`` from its entry point, or None when no demo is installed."""
+    for entry in importlib.metadata.entry_points(group=DEMO_ENTRY_POINTS, name="demo"):
+        loaded: Callable[[], int | None] = entry.load()
+        return loaded
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,18 +180,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.set_defaults(run=cmd_forget.run)
 
-    if _demo_available():
-        p = commands.add_parser("demo", parents=[common], help="the guided offline demo")
-        p.set_defaults(run=_run_demo)
+    p = commands.add_parser(
+        "demo", parents=[common], help="the guided offline demo (needs offprompt-demo)"
+    )
+    p.set_defaults(run=_run_demo)
     return parser
 
 
 def _run_demo(args: argparse.Namespace, ctx: Context) -> int:
-    demo = importlib.import_module("offprompt.demo")
-
+    demo_main = _demo_main()
+    if demo_main is None:
+        raise CLIError(DEMO_INSTALL_HINT)
     if args.home is not None:
         os.environ["OFFPROMPT_HOME"] = str(ctx.home)
-    result = demo.main()
+    result = demo_main()
     return result if isinstance(result, int) else EXIT_OK
 
 

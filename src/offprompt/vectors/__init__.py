@@ -4,8 +4,8 @@
 BM25 over tiktoken ids for sparse vectors, and the embedded Qdrant engine.
 """
 
+from offprompt.names import validate_namespace
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
-from offprompt.vectors.names import validate_namespace
 from offprompt.vectors.records import Hit, Range, VectorRecord, point_id
 from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
 from offprompt.vectors.store import RESERVED_KEYS, QdrantVectorStore

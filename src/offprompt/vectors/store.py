@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from offprompt.errors import StorageError, ValidationError
+from offprompt.names import validate_namespace
 from offprompt.vectors._backends import (
     BackendPoint,
     ClientBackend,
@@ -41,7 +42,6 @@ from offprompt.vectors._backends import (
     Scored,
 )
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
-from offprompt.vectors.names import validate_namespace
 from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
 from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
 

@@ -4,7 +4,7 @@ What it does, step by step (and prints, for a newcomer):
 
 1. A LangChain ``create_agent`` agent with :class:`OffpromptMiddleware
    <offprompt_langchain.OffpromptMiddleware>` calls ``fetch_server_log``, a tool that
-   returns a 4 MB server log made by :mod:`offprompt.demo_data`.
+   returns a 4 MB server log made by :mod:`offprompt_demo.data`.
 2. The middleware stores the log off-prompt in a durable
    :class:`~offprompt.task_memory.TaskMemory` at ``HOME/qdrant`` (embedded Qdrant); the
    model gets a one-line reference instead.
@@ -23,7 +23,7 @@ read the real messages they receive (the reference sentence, the query results, 
 history), so a step that failed would show in their answers. Each run replaces the
 previous demo run: the session is cleared and the outputs it referenced are deleted.
 
-Run: ``offprompt demo`` (or ``make demo``, or ``python -m offprompt.demo``).
+Run: ``offprompt demo`` (or ``make demo``, or ``python -m offprompt_demo``).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from offprompt import demo_data
-from offprompt.errors import OffpromptError
+from offprompt.errors import DemoError
+from offprompt_demo import data as demo_data
 
 __all__ = ["SESSION", "TOOL", "DemoError", "DemoResult", "main", "run"]
 
@@ -68,10 +68,6 @@ _CAUSE = re.compile(
     r"since deploy of release (?P<release>v\d+(?:\.\d+)*)"
 )
 _EARLIER = re.compile(r"release (?P<release>v\d+(?:\.\d+)*)|pool on (?P<host>[\w-]+)")
-
-
-class DemoError(OffpromptError):
-    """A step of the demo did not produce what it should (a bug, reported in one line)."""
 
 
 @dataclass

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from offprompt_demo import data as demo_data
 from rich.console import Console
 
-from offprompt import demo_data
 from offprompt.cli import main as cli_main
 from offprompt.errors import ValidationError
 
@@ -45,7 +45,8 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 def test_demo_runs_offline_and_leaves_data_the_cli_sees(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from offprompt.demo import SESSION, run
+    from offprompt_demo.demo import SESSION, run
+
     from offprompt.stores import SQLiteStore
     from offprompt.task_memory import TaskMemory
 
@@ -185,8 +186,7 @@ def test_demo_refuses_a_home_that_is_a_file(
 
 def test_follow_up_model_answers_only_from_history_it_was_given() -> None:
     from llama_index.core.llms import ChatMessage
-
-    from offprompt.demo import FOLLOW_UP, _follow_up_reply
+    from offprompt_demo.demo import FOLLOW_UP, _follow_up_reply
 
     question = ChatMessage(role="user", content=FOLLOW_UP)
     assert _follow_up_reply([question]).startswith("I don't know")
