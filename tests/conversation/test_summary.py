@@ -126,3 +126,14 @@ def test_offset_must_be_a_non_negative_int() -> None:
         SummaryConversationMemory(offset=-1)
     with pytest.raises(ValidationError):
         SummaryConversationMemory(offset="2")  # type: ignore[arg-type]
+
+
+def test_view_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """view() has no budget: folded runs are in the summary, not 'left out to fit'."""
+    memory = SummaryConversationMemory(summarizer=ScriptedSummarizer(), offset=1)
+    add_runs(memory, ["q1", "q2", "q3", "q4"])
+    with caplog.at_level(logging.DEBUG, logger="offprompt"):
+        view = memory.view()
+        memory.view()
+    assert [m.text for m in view if m.role == "user"] == ["q4"]
+    assert caplog.records == []

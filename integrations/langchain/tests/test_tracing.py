@@ -182,3 +182,21 @@ def test_bad_arguments() -> None:
             "s", memory=ConversationMemory(InMemoryStore(), "s"), tracer=LangChainTracer()
         )
     assert event_name(TraceEvent("longterm_read")) == "offprompt.longterm_read"
+
+
+async def test_a_failing_handler_never_breaks_aemit_either() -> None:
+    class Broken(AsyncCallbackHandler):
+        async def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+            raise RuntimeError("handler down")
+
+    class Strict(BaseCallbackHandler):
+        raise_error = True
+
+        def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+            raise RuntimeError("strict handler down")
+
+    tracer = LangChainTracer(handlers=[Broken()])
+    await tracer.aemit(TraceEvent("query", detail={"namespace": "n"}))  # logged, not raised
+    assert tracer.delivered == 0
+    with pytest.raises(RuntimeError, match="strict handler down"):  # raise_error is honoured
+        await LangChainTracer(handlers=[Strict()]).aemit(TraceEvent("query"))

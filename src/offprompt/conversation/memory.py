@@ -466,11 +466,20 @@ class ConversationMemory:
             self._sync()
             return self._window(budget, [], 0)
 
-    def _window(self, budget: int, extra: list[tuple[Message, int]], first_run: int) -> Window:
+    def _window(
+        self,
+        budget: int | None,
+        extra: list[tuple[Message, int]],
+        first_run: int,
+    ) -> Window:
         """Window over the cache: pinned, then ``extra`` (e.g. a summary), then runs.
 
-        Only runs at index ``first_run`` or later are candidates.
+        Only runs at index ``first_run`` or later are candidates. ``budget=None`` means
+        the whole view (no budget, so nothing is left out to fit one and nothing logged).
         """
+        unbounded = budget is None
+        if budget is None:
+            budget = self._prefix[-1] + sum(t for _, t in extra)
         seqs, prefix = self._seqs, self._prefix
         pinned_tokens = sum(prefix[p + 1] - prefix[p] for p in self._pinned_pos)
         pinned_tokens += sum(t for _, t in extra)
@@ -513,7 +522,7 @@ class ConversationMemory:
             )
         used = sum(s.tokens for s in pinned) + sum(s.tokens for s in body)
         dropped = len(seqs) - len(pinned) - len(body)
-        if dropped and not self._drop_logged:
+        if dropped and not unbounded and not self._drop_logged:
             self._drop_logged = True
             logger.warning(
                 "session %r: the window left out %d older message(s) to fit %d tokens "

@@ -221,8 +221,6 @@ class SummaryConversationMemory(ConversationMemory):
             self._sync()
             text, next_seq = self._state()
             first = self._first_unsummarized(next_seq)
-            if budget is None:
-                budget = 2**62  # unbounded: the whole view
             return self._window(budget, self._summary_extra(text), first)
 
     def view(self) -> list[Message]:

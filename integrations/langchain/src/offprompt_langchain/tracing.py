@@ -98,12 +98,18 @@ class LangChainTracer:
             await adispatch_custom_event(name, data)
         except RuntimeError:
             for handler in self._targets():
-                result = handler.on_custom_event(
-                    name, data, run_id=uuid.uuid4(), tags=[], metadata={}
-                )
-                if inspect.isawaitable(result):
-                    await result
-                self.delivered += 1
+                try:
+                    result = handler.on_custom_event(
+                        name, data, run_id=uuid.uuid4(), tags=[], metadata={}
+                    )
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:  # the same rule as emit: a handler never breaks the memory
+                    if getattr(handler, "raise_error", False):
+                        raise
+                    logger.exception("callback handler %r failed on %s", handler, name)
+                else:
+                    self.delivered += 1
         else:
             self.dispatched += 1
 
