@@ -204,18 +204,26 @@ def test_threads_appending_to_one_session_lose_nothing(db: Path) -> None:
         assert second.content == f"re {first.content}"
 
 
+class ThreadRecordingStore(SQLiteStore):
+    """A real SQLite store that notes which thread ran each of its reads and writes."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.threads: set[int] = set()
+
+    def append(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.threads.add(threading.get_ident())
+        return super().append(*args, **kwargs)
+
+    def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.threads.add(threading.get_ident())
+        return super().read(*args, **kwargs)
+
+
 async def test_async_twins_do_not_block_the_loop(db: Path) -> None:
-    memory = OffpromptMemory.from_defaults(session_id="s", path=db, token_limit=100)
-    ticks = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
+    store = ThreadRecordingStore(db)
+    memory = OffpromptMemory.from_defaults(session_id="s", store=store, token_limit=100)
+    loop_thread = threading.get_ident()
     await memory.aput(user("hi " * 20_000))
     await memory.aput_messages([assistant("hello"), user("again"), assistant("yes")])
     window = await memory.aget()
@@ -224,9 +232,8 @@ async def test_async_twins_do_not_block_the_loop(db: Path) -> None:
     replaced = await memory.aget_all()
     await memory.areset()
     emptied = await memory.aget_all()
-    stop.set()
-    await task
-    assert ticks > 0
+    # every store read and write of the async twins ran off the event loop's thread
+    assert store.threads and loop_thread not in store.threads
     assert [m.content for m in window] == ["again", "yes"]
     assert len(everything) == 4
     assert [m.content for m in replaced] == ["replaced"] and emptied == []

@@ -25,7 +25,7 @@ class ImageArtifact(BlobArtifact):
     Example:
         >>> from PIL import Image
         >>> art = ImageArtifact.from_pil(Image.new("RGB", (4, 3)))
-        >>> art.to_text()[:25]
+        >>> art.to_text()[:24]
         'Image (png, 4x3 pixels, '
     """
 
