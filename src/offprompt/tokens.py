@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from offprompt.errors import TokenizerError
+from offprompt.errors import TokenizerError, ValidationError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ENCODING",
     "TiktokenTokenizer",
+    "TokenCodec",
     "Tokenizer",
     "default_tokenizer",
     "image_tokens",
+    "require_codec",
 ]
 
 DEFAULT_ENCODING = "o200k_base"
@@ -54,6 +56,44 @@ class Tokenizer(Protocol):
     def count_message(self, message: Message) -> int:
         """Tokens the message costs in a prompt, overhead included."""
         ...
+
+
+@runtime_checkable
+class TokenCodec(Tokenizer, Protocol):
+    """A :class:`Tokenizer` that also encodes and decodes: what cutting text needs.
+
+    Counting is enough for windows; chunking a stored output, paging it, cutting a tool's
+    output to a budget and BM25 need the token ids themselves. ``decode(encode(t)) == t``
+    for every ``t``. :class:`TiktokenTokenizer` is one.
+    """
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``."""
+        ...
+
+    def decode(self, tokens: list[int]) -> str:
+        """The text of ``tokens``."""
+        ...
+
+
+def require_codec(tokenizer: object, *, what: str = "tokenizer") -> TokenCodec:
+    """``tokenizer`` if it is a :class:`TokenCodec`, else a clear ``ValidationError``.
+
+    Example:
+        >>> require_codec(default_tokenizer()).decode(default_tokenizer().encode("hi"))
+        'hi'
+    """
+    if not isinstance(tokenizer, TokenCodec):
+        missing = [
+            m
+            for m in ("count", "count_message", "encode", "decode")
+            if not callable(getattr(tokenizer, m, None))
+        ]
+        raise ValidationError(
+            f"{what} must have count, count_message, encode and decode (a TokenCodec); "
+            f"{type(tokenizer).__name__} lacks {', '.join(missing)}"
+        )
+    return tokenizer
 
 
 def image_tokens(width: int, height: int, detail: str = "high") -> int:

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 from collections.abc import Sequence
@@ -21,10 +20,10 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from offprompt.errors import SummarizationError, ValidationError
-from offprompt.summarizers import RunLike
+from offprompt.summarizers import RUNS_INSTRUCTIONS, TEXT_INSTRUCTIONS, Prompt, PromptedSummarizer
+from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
-    from offprompt.tokens import TiktokenTokenizer
     from offprompt.vectors.embedders import Embedder
 
 __all__ = [
@@ -214,21 +213,8 @@ def _text(text: Any) -> str:
 
 # -- summaries --------------------------------------------------------------------------
 
-_TEXT_INSTRUCTIONS = (
-    "You condense documents. Write a faithful summary of the text the user sends, keeping "
-    "names, numbers, identifiers and conclusions. Answer with the summary only, in at most "
-    "{max_tokens} tokens."
-)
-_RUNS_INSTRUCTIONS = (
-    "You keep the running summary of a conversation between a user and an assistant. "
-    "Merge the previous summary (if any) and the new exchanges into one updated summary "
-    "that keeps facts, decisions, names, numbers and open questions. Answer with the summary "
-    "only, in at most {max_tokens} tokens."
-)
-_PART_PREFIX = "Part {index} of {total} of a longer text:\n\n"
 
-
-class LangChainSummarizer:
+class LangChainSummarizer(PromptedSummarizer):
     """Any LangChain chat model as an offprompt ``Summarizer`` and ``TextSummarizer``.
 
     ``summarize(previous, runs)`` folds conversation runs into a running summary (for
@@ -270,203 +256,47 @@ class LangChainSummarizer:
         *,
         max_tokens: int = 256,
         max_input_tokens: int = 6000,
-        tokenizer: TiktokenTokenizer | None = None,
-        text_instructions: str = _TEXT_INSTRUCTIONS,
-        runs_instructions: str = _RUNS_INSTRUCTIONS,
+        tokenizer: TokenCodec | None = None,
+        text_instructions: str = TEXT_INSTRUCTIONS,
+        runs_instructions: str = RUNS_INSTRUCTIONS,
     ) -> None:
         if not isinstance(chat_model, BaseLanguageModel):
             raise ValidationError(
                 f"LangChainSummarizer needs a LangChain chat model, got {type(chat_model).__name__}"
             )
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValidationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        if not isinstance(max_input_tokens, int) or max_input_tokens < 64:
-            raise ValidationError(
-                f"max_input_tokens must be an int >= 64, got {max_input_tokens!r}"
-            )
+        super().__init__(
+            max_tokens=max_tokens,
+            max_input_tokens=max_input_tokens,
+            tokenizer=tokenizer,
+            text_instructions=text_instructions,
+            runs_instructions=runs_instructions,
+        )
         self.chat_model = chat_model
-        self.max_tokens = max_tokens
-        self.max_input_tokens = max_input_tokens
-        self._tokenizer = tokenizer
-        self.text_instructions = text_instructions
-        self.runs_instructions = runs_instructions
 
     def __repr__(self) -> str:
         return (
             f"LangChainSummarizer({type(self.chat_model).__name__}, max_tokens={self.max_tokens})"
         )
 
-    @property
-    def tokenizer(self) -> TiktokenTokenizer:
-        if self._tokenizer is None:
-            from offprompt.tokens import default_tokenizer
-
-            self._tokenizer = default_tokenizer()
-        return self._tokenizer
-
-    # -- TextSummarizer ---------------------------------------------------------------
-    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
-        """Summarize one text in at most ``max_tokens`` tokens (default: ``self.max_tokens``)."""
-        budget = self._budget(max_tokens)
-        if not _text(text).strip():
-            return ""
-        parts = self._parts(text)
-        while len(parts) > 1:
-            answers = self.chat_model.batch(
-                [self._prompt(self.text_instructions, p, budget) for p in parts]
-            )
-            parts = self._parts(self._merge(answers, len(parts)))
-        answer = self.chat_model.invoke(self._prompt(self.text_instructions, parts[0], budget))
-        return self._final(answer, budget)
-
-    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
-        """Async twin of :meth:`summarize_text`."""
-        budget = self._budget(max_tokens)
-        if not _text(text).strip():
-            return ""
-        parts = await asyncio.to_thread(self._parts, text)
-        while len(parts) > 1:
-            answers = await self.chat_model.abatch(
-                [self._prompt(self.text_instructions, p, budget) for p in parts]
-            )
-            parts = await asyncio.to_thread(self._parts, self._merge(answers, len(parts)))
-        answer = await self.chat_model.ainvoke(
-            self._prompt(self.text_instructions, parts[0], budget)
-        )
-        return await asyncio.to_thread(self._final, answer, budget)
-
-    # -- Summarizer -------------------------------------------------------------------
-    def summarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
-        """The new running summary of ``previous`` plus ``runs``."""
-        if not runs:
-            return previous or ""
-        transcript = self._transcript(previous, runs)
-        if self.tokenizer.count(transcript) > self.max_input_tokens:
-            transcript = self.summarize_text(transcript, max_tokens=self.max_input_tokens // 2)
-        answer = self.chat_model.invoke(
-            self._prompt(self.runs_instructions, transcript, self.max_tokens)
-        )
-        return self._final(answer, self.max_tokens)
-
-    async def asummarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
-        """Async twin of :meth:`summarize`."""
-        if not runs:
-            return previous or ""
-        transcript = self._transcript(previous, runs)
-        count = await asyncio.to_thread(self.tokenizer.count, transcript)
-        if count > self.max_input_tokens:
-            transcript = await self.asummarize_text(
-                transcript, max_tokens=self.max_input_tokens // 2
-            )
-        answer = await self.chat_model.ainvoke(
-            self._prompt(self.runs_instructions, transcript, self.max_tokens)
-        )
-        return await asyncio.to_thread(self._final, answer, self.max_tokens)
-
-    # -- helpers ----------------------------------------------------------------------
-    def _budget(self, max_tokens: int | None) -> int:
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        if not isinstance(budget, int) or budget < 1:
-            raise ValidationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        return budget
-
-    def _prompt(self, instructions: str, text: str, budget: int) -> list[BaseMessage]:
-        return [
-            SystemMessage(instructions.replace("{max_tokens}", str(budget))),
-            HumanMessage(text),
-        ]
-
-    def _parts(self, text: str) -> list[str]:
-        """``text`` cut at whitespace into pieces that fit one prompt, each one labelled.
-
-        Cuts are made on characters, not tokens, so no character is ever split (a token
-        boundary can fall inside a multi-byte character).
-        """
-        room = self.max_input_tokens - 48  # the instructions and the part header
-        total = self.tokenizer.count(text)
-        if total <= room:
-            return [text]
-        pieces = _cut(text, math.ceil(total * 1.1 / room))
-        fitted: list[str] = []
-        while pieces:
-            piece = pieces.pop(0)
-            if self.tokenizer.count(piece) <= room or len(piece) < 2:
-                fitted.append(piece)
-            else:
-                pieces[:0] = _cut(piece, 2)
-        return [
-            _PART_PREFIX.format(index=i + 1, total=len(fitted)) + piece
-            for i, piece in enumerate(fitted)
-        ]
-
-    def _merge(self, answers: Sequence[Any], parts: int) -> str:
-        texts = [_answer_text(a, self.chat_model) for a in answers]
-        merged = "\n\n".join(texts)
-        # Guarantee progress: partial summaries longer than their parts would loop forever.
-        limit = max(64, (parts * self.max_input_tokens) // 2)
-        tokens = self.tokenizer.encode(merged)
-        return self.tokenizer.decode(tokens[:limit]) if len(tokens) > limit else merged
-
-    def _final(self, answer: Any, budget: int) -> str:
-        text = _answer_text(answer, self.chat_model).strip()
-        tokens = self.tokenizer.encode(text)
-        if len(tokens) > budget:
-            text = self.tokenizer.decode(tokens[:budget]).rstrip()
-        return text
-
+    # -- the model call: a Prompt is a system and a human message ----------------------
     @staticmethod
-    def _transcript(previous: str | None, runs: Sequence[RunLike]) -> str:
-        lines: list[str] = []
-        if previous:
-            lines.append(f"Previous summary:\n{previous}\n")
-        if runs:
-            lines.append("New exchanges:")
-        for run in runs:
-            for message in run.messages:
-                if message.role == "system":
-                    continue
-                text = message.text.strip()
-                if message.role == "tool":
-                    label = f"Tool {message.name or message.tool_call_id or ''}".rstrip()
-                    lines.append(f"{label} result: {text}")
-                    continue
-                speaker = "User" if message.role == "user" else "Assistant"
-                if text:
-                    lines.append(f"{speaker}: {text}")
-                for call in message.tool_calls:
-                    lines.append(f"{speaker} called tool {call.name} with {call.arguments}")
-                for image in message.images:
-                    lines.append(f"{speaker} attached {image.to_text()}")
-        return "\n".join(lines)
+    def _messages(prompt: Prompt) -> list[BaseMessage]:
+        return [SystemMessage(prompt.instructions), HumanMessage(prompt.text)]
 
+    def _complete(self, prompts: Sequence[Prompt]) -> Sequence[Any]:
+        if len(prompts) == 1:
+            return [self.chat_model.invoke(self._messages(prompts[0]))]
+        return self.chat_model.batch([self._messages(p) for p in prompts])
 
-def _cut(text: str, parts: int) -> list[str]:
-    """``text`` in ``parts`` pieces of about equal length, each cut after whitespace if any."""
-    size = max(1, len(text) // parts)
-    pieces: list[str] = []
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + size)
-        if end < len(text):
-            space = max(
-                text.rfind(" ", start + size // 2, end), text.rfind("\n", start + size // 2, end)
-            )
-            if space > start:
-                end = space + 1
-        pieces.append(text[start:end])
-        start = end
-    return pieces
+    async def _acomplete(self, prompts: Sequence[Prompt]) -> Sequence[Any]:
+        if len(prompts) == 1:
+            return [await self.chat_model.ainvoke(self._messages(prompts[0]))]
+        return await self.chat_model.abatch([self._messages(p) for p in prompts])
 
+    def _answer_text(self, answer: Any) -> str | None:
+        if isinstance(answer, BaseMessage):
+            return answer.text
+        return answer if isinstance(answer, str) else None
 
-def _answer_text(answer: Any, model: Any) -> str:
-    if isinstance(answer, str):
-        text = answer
-    elif isinstance(answer, BaseMessage):
-        text = answer.text
-    else:
-        raise SummarizationError(
-            f"{type(model).__name__} returned {type(answer).__name__}, not a message or text"
-        )
-    if not text.strip():
-        raise SummarizationError(f"{type(model).__name__} returned an empty summary")
-    return text
+    def _model_name(self) -> str:
+        return type(self.chat_model).__name__

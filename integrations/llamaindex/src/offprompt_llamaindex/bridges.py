@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +19,10 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import LLM
 
 from offprompt.errors import SummarizationError, ValidationError
+from offprompt.summarizers import RUNS_INSTRUCTIONS, TEXT_INSTRUCTIONS, Prompt, PromptedSummarizer
+from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
-    from offprompt.summarizers import RunLike
-    from offprompt.tokens import Tokenizer
     from offprompt.vectors.embedders import Embedder
 
 __all__ = [
@@ -201,21 +200,7 @@ _SYSTEM = (
 )
 
 
-def _transcript(runs: Sequence[RunLike]) -> str:
-    lines: list[str] = []
-    for run in runs:
-        for message in run.messages:
-            label = message.role.capitalize() + (f" ({message.name})" if message.name else "")
-            text = message.text.strip()
-            if text:
-                lines.append(f"{label}: {text}")
-            for call in message.tool_calls:
-                args = json.dumps(call.arguments, ensure_ascii=False)
-                lines.append(f"{label} called tool {call.name}({args})")
-    return "\n".join(lines)
-
-
-class LlamaIndexSummarizer:
+class LlamaIndexSummarizer(PromptedSummarizer):
     """Any LlamaIndex ``LLM`` as an offprompt ``Summarizer`` and ``TextSummarizer``.
 
     It asks the model through ``chat`` / ``achat`` (LlamaIndex adapts completion-only
@@ -251,125 +236,54 @@ class LlamaIndexSummarizer:
         *,
         max_tokens: int = 256,
         max_input_tokens: int | None = None,
-        tokenizer: Tokenizer | None = None,
+        tokenizer: TokenCodec | None = None,
+        text_instructions: str = TEXT_INSTRUCTIONS,
+        runs_instructions: str = RUNS_INSTRUCTIONS,
     ) -> None:
         if not isinstance(llm, LLM):
             raise ValidationError(
                 f"LlamaIndexSummarizer needs a llama_index LLM, got {type(llm).__name__}"
             )
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValidationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        if max_input_tokens is None:
+        if max_input_tokens is None and isinstance(max_tokens, int):
             max_input_tokens = llm.metadata.context_window - max_tokens - 256
-        if not isinstance(max_input_tokens, int) or max_input_tokens < 64:
-            raise ValidationError(
-                f"max_input_tokens must be an int >= 64, got {max_input_tokens!r} "
-                "(a model context window too small for the summary budget?)"
+        try:
+            super().__init__(
+                max_tokens=max_tokens,
+                max_input_tokens=max_input_tokens,  # type: ignore[arg-type]
+                tokenizer=tokenizer,
+                text_instructions=text_instructions,
+                runs_instructions=runs_instructions,
             )
+        except ValidationError as exc:
+            if "max_input_tokens" in str(exc):
+                raise ValidationError(
+                    f"{exc} (a model context window too small for the summary budget?)"
+                ) from None
+            raise
         self.llm = llm
-        self.max_tokens = max_tokens
-        self.max_input_tokens = max_input_tokens
-        self._tokenizer = tokenizer
 
-    @property
-    def tokenizer(self) -> Tokenizer:
-        if self._tokenizer is None:
-            from offprompt.tokens import default_tokenizer
+    def __repr__(self) -> str:
+        return f"LlamaIndexSummarizer({type(self.llm).__name__}, max_tokens={self.max_tokens})"
 
-            self._tokenizer = default_tokenizer()
-        return self._tokenizer
-
-    # -- prompt building (shared by the sync and async twins) -----------------------------
-    def _budget(self, max_tokens: int | None) -> int:
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        if not isinstance(budget, int) or budget < 1:
-            raise ValidationError(f"max_tokens must be a positive int, got {budget!r}")
-        return budget
-
-    def _messages(self, instruction: str, body: str) -> list[ChatMessage]:
+    # -- the model call: a Prompt is a system message and the instructions + text -------
+    @staticmethod
+    def _messages(prompt: Prompt) -> list[ChatMessage]:
+        # Instructions go with the text: completion-only models, which LlamaIndex adapts
+        # to chat, often drop the system message.
         return [
             ChatMessage(role=MessageRole.SYSTEM, content=_SYSTEM),
-            ChatMessage(role=MessageRole.USER, content=f"{instruction}\n\n{body}"),
+            ChatMessage(role=MessageRole.USER, content=f"{prompt.instructions}\n\n{prompt.text}"),
         ]
 
-    def _text_prompt(self, text: str, budget: int) -> list[ChatMessage]:
-        return self._messages(
-            f"Summarize the following text in at most {budget} tokens.", f"<text>\n{text}\n</text>"
-        )
+    def _complete(self, prompts: Sequence[Prompt]) -> Sequence[Any]:
+        return [self.llm.chat(self._messages(p)) for p in prompts]
 
-    def _runs_prompt(
-        self, previous: str | None, runs: Sequence[RunLike], budget: int
-    ) -> list[ChatMessage]:
-        return self._messages(
-            f"Update the running summary of a conversation with the new turns below. "
-            f"The new summary replaces the old one, so keep every fact that still matters. "
-            f"At most {budget} tokens.",
-            f"<previous_summary>\n{previous or '(none yet)'}\n</previous_summary>\n\n"
-            f"<new_turns>\n{_transcript(runs)}\n</new_turns>",
-        )
+    async def _acomplete(self, prompts: Sequence[Prompt]) -> Sequence[Any]:
+        return await asyncio.gather(*(self.llm.achat(self._messages(p)) for p in prompts))
 
-    def _pieces(self, text: str) -> list[str]:
-        tokens = self.tokenizer.encode(text)  # type: ignore[attr-defined]
-        size = self.max_input_tokens
-        if len(tokens) <= size:
-            return [text]
-        return [
-            str(self.tokenizer.decode(tokens[i : i + size]))  # type: ignore[attr-defined]
-            for i in range(0, len(tokens), size)
-        ]
-
-    def _finish(self, answer: Any, budget: int) -> str:
+    def _answer_text(self, answer: Any) -> str | None:
         text = getattr(getattr(answer, "message", None), "content", None)
-        if not isinstance(text, str) or not text.strip():
-            raise SummarizationError(
-                f"{type(self.llm).__name__} returned no summary text (got {text!r})"
-            )
-        text = text.strip()
-        tokens = self.tokenizer.encode(text)  # type: ignore[attr-defined]
-        if len(tokens) > budget:
-            text = str(self.tokenizer.decode(tokens[:budget])).strip()  # type: ignore[attr-defined]
-        return text
+        return text if isinstance(text, str) else ("" if text is None else None)
 
-    # -- TextSummarizer -------------------------------------------------------------------
-    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
-        """Condense ``text`` to at most ``max_tokens`` tokens (``self.max_tokens`` if None)."""
-        budget = self._budget(max_tokens)
-        if not text.strip():
-            return ""
-        pieces = self._pieces(text)
-        while len(pieces) > 1:
-            partial = [
-                self._finish(self.llm.chat(self._text_prompt(p, budget)), budget) for p in pieces
-            ]
-            pieces = self._pieces("\n\n".join(partial))
-        return self._finish(self.llm.chat(self._text_prompt(pieces[0], budget)), budget)
-
-    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
-        """Async twin of :meth:`summarize_text`, using the model's ``achat``."""
-        budget = self._budget(max_tokens)
-        if not text.strip():
-            return ""
-        pieces = await asyncio.to_thread(self._pieces, text)  # tokenizing 1 MB takes a while
-        while len(pieces) > 1:
-            answers = await asyncio.gather(
-                *(self.llm.achat(self._text_prompt(p, budget)) for p in pieces)
-            )
-            partial = [self._finish(a, budget) for a in answers]
-            pieces = self._pieces("\n\n".join(partial))
-        return self._finish(await self.llm.achat(self._text_prompt(pieces[0], budget)), budget)
-
-    # -- Summarizer -------------------------------------------------------------------------
-    def summarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
-        """The new running summary: ``previous`` plus ``runs``, in at most ``max_tokens``."""
-        if not runs:
-            return previous or ""
-        return self._finish(
-            self.llm.chat(self._runs_prompt(previous, runs, self.max_tokens)), self.max_tokens
-        )
-
-    async def asummarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
-        """Async twin of :meth:`summarize`, using the model's ``achat``."""
-        if not runs:
-            return previous or ""
-        answer = await self.llm.achat(self._runs_prompt(previous, runs, self.max_tokens))
-        return self._finish(answer, self.max_tokens)
+    def _model_name(self) -> str:
+        return type(self.llm).__name__
