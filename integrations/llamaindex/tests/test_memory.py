@@ -7,7 +7,6 @@ store are the real classes.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys

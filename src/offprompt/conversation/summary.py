@@ -26,7 +26,7 @@ from offprompt.retention import RetentionPolicy
 from offprompt.scope import Scope
 from offprompt.stores.base import ConversationStore
 from offprompt.summarizers import ExtractiveSummarizer, Summarizer
-from offprompt.tokens import Tokenizer
+from offprompt.tokens import Tokenizer, require_codec
 from offprompt.trace import Tracer
 
 __all__ = ["SUMMARY_STATE_KEY", "SummaryConversationMemory"]
@@ -95,7 +95,10 @@ class SummaryConversationMemory(ConversationMemory):
             persist_trace=persist_trace,
         )
         self.offset = offset
-        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer(tokenizer=self.tokenizer)
+        if summarizer is None:  # the extractive default cuts sentences: it needs encode/decode
+            codec = require_codec(self.tokenizer, what="tokenizer (for the default summarizer)")
+            summarizer = ExtractiveSummarizer(tokenizer=codec)
+        self.summarizer: Summarizer = summarizer
         self._summary_message: tuple[str, Message, int] | None = None
 
     # -- state -----------------------------------------------------------------------

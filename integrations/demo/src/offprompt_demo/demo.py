@@ -264,10 +264,10 @@ def run(
         ImportError: The LangChain or LlamaIndex adapter is not installed.
         DemoError: A step did not produce what it should.
 
-    Example:
-        >>> result = run(Path("/tmp/offprompt-demo-home"))  # doctest: +SKIP
-        >>> result.answer  # doctest: +SKIP
-        'Checkout failed because the connection pool on db-primary-7 ...'
+    Example (about ten seconds; ``tests`` runs it)::
+
+        result = run(Path("/tmp/offprompt-demo-home"))
+        result.answer  # 'Checkout failed because the connection pool on db-primary-7 ...'
     """
     started = time.perf_counter()
     home = (home or _home()).resolve()
@@ -503,9 +503,9 @@ def main() -> int:
 
     Returns 1 with a one-line install hint when an adapter is missing.
 
-    Example:
-        >>> main()  # doctest: +SKIP
-        0
+    Example (the same as ``offprompt demo``)::
+
+        sys.exit(main())
     """
     missing = _adapters_missing()
     if missing is not None:
