@@ -10,13 +10,45 @@ Its payload holds what scoring and filtering need::
 
     score = similarity + (1 - decay_rate) ** hours_since_last_access + importance
 
-where ``similarity`` is the cosine similarity of the query and fragment embeddings
-(Qdrant's dense score, in ``[-1, 1]``), ``hours_since_last_access`` is
-``max(0, now - last_accessed_at)`` in hours (``now`` from the injectable clock), and
-``importance`` is the fragment's ``[0, 1]`` importance. A pool of the
-``max(k * candidate_factor, min_candidates)`` most similar fragments is fetched, the
-pool is rescored, and the best ``k`` are returned; their ``last_accessed_at`` becomes
-``now`` (in the store too). Forgotten and merged fragments are skipped.
+over a candidate pool, where ``hours_since_last_access`` is ``max(0, now -
+last_accessed_at)`` in hours (``now`` from the injectable clock) and ``importance`` is
+the fragment's ``[0, 1]`` importance.
+
+The pool is the ``max(k * candidate_factor, min_candidates)`` best fragments of one
+Qdrant query chosen by ``mode``:
+
+* ``"hybrid"`` (default) - a dense (embedder) and a BM25 sparse ranking fused by
+  weighted reciprocal rank fusion inside Qdrant, exactly as task memory queries (the
+  store's ``fusion_weights``). ``similarity`` is that fused score calibrated to
+  ``[0, 1]``: ``rrf / rrf_max`` with ``rrf = sum_i w_i / (RRF_K + rank_i)`` and
+  ``rrf_max = sum_i w_i / (RRF_K + 1)``, so ``1.0`` means "ranked first by both
+  retrievers" and the scale does not depend on the query or the embedder.
+* ``"sparse"`` - the BM25 ranking alone; ``similarity = (RRF_K + 1) / (RRF_K + rank)``,
+  the same calibration with one retriever.
+* ``"dense"`` - the embedder alone (earlier versions' only mode); ``similarity`` is the
+  cosine of query and fragment embeddings, in ``[-1, 1]``.
+
+With ``feedback=n`` (default 1) the query is first run for its ``n`` best fragments and
+their text is appended to it for the query that fetches the pool (pseudo-relevance
+feedback): a fact restated in other words in a later session shares the names and
+places of the best first hit, not the question's words. The first pass of a hybrid
+read is the BM25 ranking alone (exact names are what the second query needs, and it
+is the cheapest query; measured within 0.02 recall of a hybrid first pass).
+``feedback=0`` makes one query. ``benchmarks/RESULTS_longterm_recall.md`` measures
+every mode with and without feedback next to ``rank_bm25``.
+
+The pool is rescored and the best ``k`` are returned; their ``last_accessed_at``
+becomes ``now`` (in the store too). Forgotten and merged fragments are skipped.
+
+Stored memories of earlier versions: their points already carry the BM25 sparse
+vector (``QdrantVectorStore.upsert`` has always encoded one when the store has
+``sparse=True``, the default), so hybrid reads use them as they are, with no upgrade
+step. A store created with ``sparse=False`` has no sparse vectors: its reads fall back
+to ``"dense"`` (and cosine similarity).
+
+Times: a fragment written without explicit times (see
+:meth:`MemoryFragment.timed_at`) is re-timed with this memory's clock, so recency is
+measured on the same clock as reads.
 
 Scope and the forgotten / merged flags are payload conditions inside the Qdrant query
 itself, never a filter applied afterwards in Python. The scope is the one
@@ -59,6 +91,8 @@ from offprompt.retention import RetentionPolicy
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
+from offprompt.vectors._backends import RRF_K
+from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
 
@@ -84,10 +118,23 @@ _ID_BATCH = 256
 
 
 @dataclass(frozen=True)
+class _Ranked:
+    """A candidate of a read with its score parts (``score = similarity + recency + importance``)."""
+
+    score: float
+    hit: Hit
+    similarity: float
+    recency: float
+    importance: float
+
+
+@dataclass(frozen=True)
 class ScoredFragment:
     """A fragment returned by :meth:`LongTermMemory.search` with its score's parts.
 
-    ``score == similarity + recency + importance``.
+    ``score == similarity + recency + importance``; what ``similarity`` is depends on
+    the read's mode (see :mod:`offprompt.longterm.long_term`): a calibrated fused score
+    in ``[0, 1]`` for ``"hybrid"`` and ``"sparse"``, the cosine for ``"dense"``.
     """
 
     fragment: MemoryFragment
@@ -116,6 +163,10 @@ class LongTermMemory:
         insight_extractor: Used by :meth:`reflect`.
         candidate_factor: Pool size multiplier for :meth:`read`.
         min_candidates: Smallest pool :meth:`read` rescores.
+        mode: How the pool is retrieved: ``"hybrid"`` (dense + BM25 sparse, fused),
+            ``"sparse"`` or ``"dense"``; a read may override it.
+        feedback: Best first-pass fragments whose text expands the query for the pool
+            (pseudo-relevance feedback); ``0`` for a single query.
         tracer: Receives a ``write`` event per write, a ``longterm_read`` event per read
             and an ``evict`` event per prune that deleted something
             (an :class:`~offprompt.trace.InMemoryTracer` if omitted).
@@ -156,6 +207,8 @@ class LongTermMemory:
         insight_extractor: InsightExtractor | None = None,
         candidate_factor: int = 4,
         min_candidates: int = 20,
+        mode: SearchMode = "hybrid",
+        feedback: int = 1,
         tracer: Tracer | None = None,
         retention: RetentionPolicy | None = None,
         tokenizer: Tokenizer | None = None,
@@ -164,6 +217,8 @@ class LongTermMemory:
             raise ValidationError(f"decay_rate must be within [0, 1), got {decay_rate!r}")
         if candidate_factor < 1 or min_candidates < 1:
             raise ValidationError("candidate_factor and min_candidates must be >= 1")
+        if not isinstance(feedback, int) or isinstance(feedback, bool) or feedback < 0:
+            raise ValidationError(f"feedback must be an int >= 0, got {feedback!r}")
         if scope is not None and not isinstance(scope, Scope):
             raise ValidationError(
                 f"scope must be an offprompt.scope.Scope, got {type(scope).__name__}"
@@ -182,6 +237,8 @@ class LongTermMemory:
         self.insight_extractor: InsightExtractor = insight_extractor or ExtractiveInsightExtractor()
         self.candidate_factor = candidate_factor
         self.min_candidates = min_candidates
+        self.mode: SearchMode = self._mode(mode)
+        self.feedback = feedback
         self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
         self.retention = retention
         self.tokenizer: Tokenizer = tokenizer or default_tokenizer()
@@ -219,7 +276,9 @@ class LongTermMemory:
         self, fragments: Sequence[MemoryFragment], scores: Sequence[float | None]
     ) -> list[MemoryFragment]:
         out = []
+        now = self.now()
         for fragment, score in zip(fragments, scores, strict=True):
+            fragment = fragment.timed_at(now)
             update: dict[str, Any] = {}
             if score is not None:
                 update["importance"] = min(max(float(score), 0.0), 1.0)
@@ -280,30 +339,60 @@ class LongTermMemory:
             meta=dict(payload.get("meta") or {}),
         )
 
-    def _rank(self, hits: list[Hit], now: datetime) -> list[tuple[float, Hit, float, float]]:
-        """``(score, hit, recency, importance)`` for every candidate, best first."""
+    @staticmethod
+    def _mode(mode: object) -> SearchMode:
+        if mode == "hybrid" or mode == "dense" or mode == "sparse":
+            return mode
+        raise ValidationError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}")
+
+    def _read_mode(self, mode: SearchMode | None) -> SearchMode:
+        """The mode a read uses: ``mode`` or the memory's, ``"dense"`` without sparse vectors."""
+        chosen = self.mode if mode is None else self._mode(mode)
+        if chosen != "dense" and self.store.sparse_encoder is None:
+            if chosen == "sparse":
+                raise ValidationError("mode='sparse' needs a vector store created with sparse=True")
+            return "dense"
+        return chosen
+
+    def _expanded(self, observation: str, first: list[Hit]) -> str:
+        """The query for the pool: ``observation`` followed by the feedback fragments' text."""
+        return "\n".join([observation, *(hit.text for hit in first)]) if first else observation
+
+    def _similarities(self, hits: list[Hit], mode: SearchMode) -> list[float]:
+        """Each candidate's ``similarity`` (see the module docs for the three definitions)."""
+        if mode == "dense":
+            return [hit.score for hit in hits]
+        if mode == "sparse":
+            return [(RRF_K + 1) / (RRF_K + rank) for rank in range(1, len(hits) + 1)]
+        # a query that yields only one of the two vectors gets that retriever's raw
+        # score from Qdrant, hence the clamp
+        top = max(sum(self.store.fusion_weights) / (RRF_K + 1), 1e-12)
+        return [min(max(hit.score / top, 0.0), 1.0) for hit in hits]
+
+    def _rank(self, hits: list[Hit], mode: SearchMode, now: datetime) -> list[_Ranked]:
+        """Every candidate with its score parts, best first."""
         scored = []
         now_ts = now.timestamp()
-        for hit in hits:
+        for hit, similarity in zip(hits, self._similarities(hits, mode), strict=True):
             hours = max(0.0, (now_ts - float(hit.payload["last_accessed_ts"])) / 3600.0)
             recency = (1.0 - self.decay_rate) ** hours
             importance = float(hit.payload.get("importance", 0.0))
-            scored.append((hit.score + recency + importance, hit, recency, importance))
-        scored.sort(key=lambda t: (-t[0], t[1].id))
+            scored.append(
+                _Ranked(similarity + recency + importance, hit, similarity, recency, importance)
+            )
+        scored.sort(key=lambda t: (-t.score, t.hit.id))
         return scored
 
-    def _rescore(
-        self, ranked: list[tuple[float, Hit, float, float]], k: int, now: datetime
-    ) -> list[ScoredFragment]:
+    def _rescore(self, ranked: list[_Ranked], k: int, now: datetime) -> list[ScoredFragment]:
         return [
             ScoredFragment(
-                fragment=self._fragment(hit.id, hit.text, hit.payload, accessed=now),
-                score=total,
-                similarity=hit.score,
-                recency=recency,
-                importance=importance,
+                fragment=self._fragment(r.hit.id, r.hit.text, r.hit.payload, accessed=now),
+                score=r.score,
+                similarity=r.similarity,
+                recency=r.recency,
+                importance=r.importance,
             )
-            for total, hit, recency, importance in ranked[:k]
+            for r in ranked[:k]
         ]
 
     def _pool(self, observation: str, k: int) -> int:
@@ -326,21 +415,22 @@ class LongTermMemory:
         pool: int,
         scope: Scope,
         include_insights: bool,
-        ranked: list[tuple[float, Hit, float, float]],
+        ranked: list[_Ranked],
+        mode: SearchMode,
     ) -> None:
-        def entry(total: float, hit: Hit, recency: float, importance: float) -> dict[str, Any]:
+        def entry(r: _Ranked) -> dict[str, Any]:
             return {
-                "id": hit.id,
-                "score": total,
-                "similarity": hit.score,
-                "recency": recency,
-                "importance": importance,
-                "is_insight": bool(hit.payload.get("is_insight")),
-                "tokens": self._tokens(hit.text, hit.payload),
+                "id": r.hit.id,
+                "score": r.score,
+                "similarity": r.similarity,
+                "recency": r.recency,
+                "importance": r.importance,
+                "is_insight": bool(r.hit.payload.get("is_insight")),
+                "tokens": self._tokens(r.hit.text, r.hit.payload),
             }
 
-        included = [entry(*item) for item in ranked[:k]]
-        dropped = [{**entry(*item), "reason": f"ranked below the top {k}"} for item in ranked[k:]]
+        included = [entry(item) for item in ranked[:k]]
+        dropped = [{**entry(item), "reason": f"ranked below the top {k}"} for item in ranked[k:]]
         scores: dict[str, float] = {}
         for item in included:
             for part in ("similarity", "recency", "importance"):
@@ -366,6 +456,8 @@ class LongTermMemory:
                     "returned": len(included),
                     "namespace": self.namespace,
                     "decay_rate": self.decay_rate,
+                    "mode": mode,
+                    "feedback": self.feedback,
                     "filtered_in_store": excluded,
                 },
             ),
@@ -457,18 +549,31 @@ class LongTermMemory:
         scope: Scope | None = None,
         include_insights: bool = True,
         touch: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[ScoredFragment]:
         """The ``k`` best fragments for ``observation`` with their score parts.
 
-        See the module docs for the formula. ``touch=False`` leaves access times alone.
+        See the module docs for the formula and the modes. ``touch=False`` leaves
+        access times alone; ``mode`` overrides the memory's mode for this read.
         Emits a ``longterm_read`` trace event.
         """
         pool = self._pool(observation, k)
         resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
-        hits = self.store.search(self.namespace, observation, top_n=pool, filter=flt, mode="dense")
+        chosen = self._read_mode(mode)
+        first_mode: SearchMode = "sparse" if chosen == "hybrid" else chosen
+        first = (
+            self.store.search(
+                self.namespace, observation, top_n=self.feedback, filter=flt, mode=first_mode
+            )
+            if self.feedback
+            else []
+        )
+        hits = self.store.search(
+            self.namespace, self._expanded(observation, first), top_n=pool, filter=flt, mode=chosen
+        )
         now = self.now()
-        ranked = self._rank(hits, now)
+        ranked = self._rank(hits, chosen, now)
         result = self._rescore(ranked, k, now)
         if touch and result:
             self.store.set_payload(
@@ -476,7 +581,7 @@ class LongTermMemory:
                 [r.fragment.id for r in result],
                 {"last_accessed_ts": now.timestamp()},
             )
-        self._emit_read(observation, k, pool, resolved, include_insights, ranked)
+        self._emit_read(observation, k, pool, resolved, include_insights, ranked, chosen)
         return result
 
     def read(
@@ -486,22 +591,23 @@ class LongTermMemory:
         *,
         scope: Scope | None = None,
         include_insights: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[MemoryFragment]:
         """The ``k`` fragments that score best for ``observation`` (best first).
 
         ``score = similarity + (1 - decay_rate) ** hours_since_last_access + importance``
-        over a pool of the most similar fragments; the returned ones are marked accessed
-        now. ``scope`` (laid over the memory's default scope) is a hard Qdrant filter.
-        Emits a ``longterm_read`` trace event (scores of every candidate; why the
-        others were dropped).
+        over a pool of the best fragments of a hybrid (or ``mode``) query; the returned
+        ones are marked accessed now. ``scope`` (laid over the memory's default scope)
+        is a hard Qdrant filter. Emits a ``longterm_read`` trace event (scores of every
+        candidate; why the others were dropped).
 
         Raises:
-            ValidationError: empty ``observation`` or ``k < 1``.
+            ValidationError: empty ``observation``, ``k < 1`` or an unknown ``mode``.
         """
-        return [
-            r.fragment
-            for r in self.search(observation, k, scope=scope, include_insights=include_insights)
-        ]
+        found = self.search(
+            observation, k, scope=scope, include_insights=include_insights, mode=mode
+        )
+        return [r.fragment for r in found]
 
     async def asearch(
         self,
@@ -511,16 +617,26 @@ class LongTermMemory:
         scope: Scope | None = None,
         include_insights: bool = True,
         touch: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[ScoredFragment]:
         """Async twin of :meth:`search`."""
         pool = self._pool(observation, k)
         resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
+        chosen = self._read_mode(mode)
+        first_mode: SearchMode = "sparse" if chosen == "hybrid" else chosen
+        first = (
+            await self.store.asearch(
+                self.namespace, observation, top_n=self.feedback, filter=flt, mode=first_mode
+            )
+            if self.feedback
+            else []
+        )
         hits = await self.store.asearch(
-            self.namespace, observation, top_n=pool, filter=flt, mode="dense"
+            self.namespace, self._expanded(observation, first), top_n=pool, filter=flt, mode=chosen
         )
         now = self.now()
-        ranked = self._rank(hits, now)
+        ranked = self._rank(hits, chosen, now)
         result = self._rescore(ranked, k, now)
         if touch and result:
             await self.store.aset_payload(
@@ -529,7 +645,7 @@ class LongTermMemory:
                 {"last_accessed_ts": now.timestamp()},
             )
         await asyncio.to_thread(
-            self._emit_read, observation, k, pool, resolved, include_insights, ranked
+            self._emit_read, observation, k, pool, resolved, include_insights, ranked, chosen
         )
         return result
 
@@ -540,9 +656,12 @@ class LongTermMemory:
         *,
         scope: Scope | None = None,
         include_insights: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[MemoryFragment]:
         """Async twin of :meth:`read`."""
-        found = await self.asearch(observation, k, scope=scope, include_insights=include_insights)
+        found = await self.asearch(
+            observation, k, scope=scope, include_insights=include_insights, mode=mode
+        )
         return [r.fragment for r in found]
 
     def get(self, fragment_id: str) -> MemoryFragment:
