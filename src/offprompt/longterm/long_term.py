@@ -14,28 +14,31 @@ over a candidate pool, where ``hours_since_last_access`` is ``max(0, now -
 last_accessed_at)`` in hours (``now`` from the injectable clock) and ``importance`` is
 the fragment's ``[0, 1]`` importance.
 
-The pool is the ``max(k * candidate_factor, min_candidates)`` best fragments of one
-Qdrant query chosen by ``mode``:
+The pool is the ``max(k * candidate_factor, min_candidates)`` best fragments, chosen
+by ``mode``:
 
-* ``"hybrid"`` (default) - a dense (embedder) and a BM25 sparse ranking fused by
-  weighted reciprocal rank fusion inside Qdrant, exactly as task memory queries (the
-  store's ``fusion_weights``). ``similarity`` is that fused score calibrated to
-  ``[0, 1]``: ``rrf / rrf_max`` with ``rrf = sum_i w_i / (RRF_K + rank_i)`` and
-  ``rrf_max = sum_i w_i / (RRF_K + 1)``, so ``1.0`` means "ranked first by both
-  retrievers" and the scale does not depend on the query or the embedder.
-* ``"sparse"`` - the BM25 ranking alone; ``similarity = (RRF_K + 1) / (RRF_K + rank)``,
-  the same calibration with one retriever.
+* ``"hybrid"`` (default) - a dense (embedder) and a BM25 sparse ranking of that many
+  fragments each, fused by weighted reciprocal rank fusion: Qdrant's formula with the
+  store's ``fusion_weights`` and ``RRF_K``, the fusion task memory's queries get. It
+  is computed here rather than inside Qdrant because the two rankings answer
+  different queries (see feedback below). ``similarity`` is the fused score
+  calibrated to ``[0, 1]``: ``rrf / rrf_max``, where the weighted RRF is
+  ``rrf = sum_i 1 / (rank_i / w_i + RRF_K - 1)`` (``rank_i`` from 1 in retriever
+  ``i``'s ranking, no term if the fragment is not in it) and ``rrf_max`` is the same
+  sum with every ``rank_i = 1``. ``1.0`` means "ranked first by both retrievers"; the
+  scale does not depend on the query, the collection or the embedder.
+* ``"sparse"`` - the BM25 ranking alone; ``similarity = RRF_K / (RRF_K + rank - 1)``,
+  the same calibration with one unweighted retriever (1, 2/3, 1/2, ...).
 * ``"dense"`` - the embedder alone (earlier versions' only mode); ``similarity`` is the
   cosine of query and fragment embeddings, in ``[-1, 1]``.
 
-With ``feedback=n`` (default 1) the query is first run for its ``n`` best fragments and
-their text is appended to it for the query that fetches the pool (pseudo-relevance
-feedback): a fact restated in other words in a later session shares the names and
-places of the best first hit, not the question's words. The first pass of a hybrid
-read is the BM25 ranking alone (exact names are what the second query needs, and it
-is the cheapest query; measured within 0.02 recall of a hybrid first pass).
-``feedback=0`` makes one query. ``benchmarks/RESULTS_longterm_recall.md`` measures
-every mode with and without feedback next to ``rank_bm25``.
+With ``feedback=n`` (default 1) the ``n`` best BM25 fragments (dense ones in
+``"dense"`` mode) are fetched first and their text is appended to the query of the
+BM25 ranking (pseudo-relevance feedback): a fact restated in other words in a later
+session shares the names and places of the best first hit, not the question's words.
+The dense ranking keeps the question alone, so an embedding model is asked what the
+user asked. ``feedback=0`` skips the first query. ``benchmarks/RESULTS_longterm_recall.md``
+measures every mode with and without feedback next to ``rank_bm25``.
 
 The pool is rescored and the best ``k`` are returned; their ``last_accessed_at``
 becomes ``now`` (in the store too). Forgotten and merged fragments are skipped.
@@ -44,7 +47,8 @@ Stored memories of earlier versions: their points already carry the BM25 sparse
 vector (``QdrantVectorStore.upsert`` has always encoded one when the store has
 ``sparse=True``, the default), so hybrid reads use them as they are, with no upgrade
 step. A store created with ``sparse=False`` has no sparse vectors: its reads fall back
-to ``"dense"`` (and cosine similarity).
+to ``"dense"`` (and cosine similarity). ``tests/longterm/test_recall.py`` reads a
+store written by the previous version.
 
 Times: a fragment written without explicit times (see
 :meth:`MemoryFragment.timed_at`) is re-timed with this memory's clock, so recency is
@@ -115,6 +119,11 @@ _INDEXES = {
 }
 #: Fragment ids per filtered delete when chasing insights derived from forgotten ones.
 _ID_BATCH = 256
+
+
+def _rrf(pos: int, weight: float) -> float:
+    """Qdrant's weighted reciprocal-rank-fusion term for 0-based position ``pos``."""
+    return 1.0 / ((pos + 1) / weight + RRF_K - 1)
 
 
 @dataclass(frozen=True)
@@ -355,25 +364,49 @@ class LongTermMemory:
         return chosen
 
     def _expanded(self, observation: str, first: list[Hit]) -> str:
-        """The query for the pool: ``observation`` followed by the feedback fragments' text."""
+        """``observation`` followed by the feedback fragments' text."""
         return "\n".join([observation, *(hit.text for hit in first)]) if first else observation
 
-    def _similarities(self, hits: list[Hit], mode: SearchMode) -> list[float]:
-        """Each candidate's ``similarity`` (see the module docs for the three definitions)."""
-        if mode == "dense":
-            return [hit.score for hit in hits]
-        if mode == "sparse":
-            return [(RRF_K + 1) / (RRF_K + rank) for rank in range(1, len(hits) + 1)]
-        # a query that yields only one of the two vectors gets that retriever's raw
-        # score from Qdrant, hence the clamp
-        top = max(sum(self.store.fusion_weights) / (RRF_K + 1), 1e-12)
-        return [min(max(hit.score / top, 0.0), 1.0) for hit in hits]
+    @staticmethod
+    def _first_mode(mode: SearchMode) -> SearchMode:
+        """The retriever that picks the feedback fragments (BM25 unless dense-only)."""
+        return "dense" if mode == "dense" else "sparse"
 
-    def _rank(self, hits: list[Hit], mode: SearchMode, now: datetime) -> list[_Ranked]:
+    def _queries(
+        self, observation: str, first: list[Hit], mode: SearchMode
+    ) -> list[tuple[str, SearchMode]]:
+        """The rankings a read fuses: ``(query text, retriever)`` each."""
+        expanded = self._expanded(observation, first)
+        if mode == "hybrid":
+            return [(observation, "dense"), (expanded, "sparse")]
+        return [(expanded, mode)]
+
+    def _candidates(
+        self, rankings: list[list[Hit]], mode: SearchMode, pool: int
+    ) -> list[tuple[Hit, float]]:
+        """The pool with each candidate's ``similarity`` (see the module docs)."""
+        if mode == "dense":
+            return [(hit, hit.score) for hit in rankings[0]]
+        if mode == "sparse":
+            return [(hit, RRF_K / (RRF_K + pos)) for pos, hit in enumerate(rankings[0])]
+        fused: dict[str, float] = {}
+        hits: dict[str, Hit] = {}
+        weights = self.store.fusion_weights
+        for weight, ranking in zip(weights, rankings, strict=True):
+            if weight <= 0:
+                continue
+            for pos, hit in enumerate(ranking):
+                hits.setdefault(hit.id, hit)
+                fused[hit.id] = fused.get(hit.id, 0.0) + _rrf(pos, weight)
+        top = sum(_rrf(0, w) for w in weights if w > 0)
+        order = sorted(fused, key=lambda i: (-fused[i], i))[:pool]
+        return [(hits[i], fused[i] / top) for i in order]
+
+    def _rank(self, candidates: list[tuple[Hit, float]], now: datetime) -> list[_Ranked]:
         """Every candidate with its score parts, best first."""
         scored = []
         now_ts = now.timestamp()
-        for hit, similarity in zip(hits, self._similarities(hits, mode), strict=True):
+        for hit, similarity in candidates:
             hours = max(0.0, (now_ts - float(hit.payload["last_accessed_ts"])) / 3600.0)
             recency = (1.0 - self.decay_rate) ** hours
             importance = float(hit.payload.get("importance", 0.0))
@@ -561,19 +594,23 @@ class LongTermMemory:
         resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
         chosen = self._read_mode(mode)
-        first_mode: SearchMode = "sparse" if chosen == "hybrid" else chosen
         first = (
             self.store.search(
-                self.namespace, observation, top_n=self.feedback, filter=flt, mode=first_mode
+                self.namespace,
+                observation,
+                top_n=self.feedback,
+                filter=flt,
+                mode=self._first_mode(chosen),
             )
             if self.feedback
             else []
         )
-        hits = self.store.search(
-            self.namespace, self._expanded(observation, first), top_n=pool, filter=flt, mode=chosen
-        )
+        rankings = [
+            self.store.search(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            for text, retriever in self._queries(observation, first, chosen)
+        ]
         now = self.now()
-        ranked = self._rank(hits, chosen, now)
+        ranked = self._rank(self._candidates(rankings, chosen, pool), now)
         result = self._rescore(ranked, k, now)
         if touch and result:
             self.store.set_payload(
@@ -624,19 +661,23 @@ class LongTermMemory:
         resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
         chosen = self._read_mode(mode)
-        first_mode: SearchMode = "sparse" if chosen == "hybrid" else chosen
         first = (
             await self.store.asearch(
-                self.namespace, observation, top_n=self.feedback, filter=flt, mode=first_mode
+                self.namespace,
+                observation,
+                top_n=self.feedback,
+                filter=flt,
+                mode=self._first_mode(chosen),
             )
             if self.feedback
             else []
         )
-        hits = await self.store.asearch(
-            self.namespace, self._expanded(observation, first), top_n=pool, filter=flt, mode=chosen
-        )
+        rankings = [
+            await self.store.asearch(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            for text, retriever in self._queries(observation, first, chosen)
+        ]
         now = self.now()
-        ranked = self._rank(hits, chosen, now)
+        ranked = self._rank(self._candidates(rankings, chosen, pool), now)
         result = self._rescore(ranked, k, now)
         if touch and result:
             await self.store.aset_payload(
