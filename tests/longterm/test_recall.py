@@ -213,9 +213,7 @@ def test_modes_and_feedback_are_validated(clock: Clock) -> None:
 # ------------------------------------------------------------------ the injected clock
 
 
-def test_fragments_without_times_take_the_memorys_clock(
-    ltm: LongTermMemory, clock: Clock
-) -> None:
+def test_fragments_without_times_take_the_memorys_clock(ltm: LongTermMemory, clock: Clock) -> None:
     stored = ltm.write(MemoryFragment(observation="I am vegetarian", importance=0.5))
     assert stored.created_at == T0 and stored.last_accessed_at == T0
     assert ltm.get(stored.id).last_accessed_at == T0
@@ -235,9 +233,7 @@ def test_a_fragment_read_recently_outranks_one_untouched_for_two_days(
 ) -> None:
     text = "the project budget is 40k"
     read_one = ltm.write(MemoryFragment(observation=text, importance=0.5, scope=Scope(agent="a")))
-    untouched = ltm.write(
-        MemoryFragment(observation=text, importance=0.5, scope=Scope(agent="b"))
-    )
+    untouched = ltm.write(MemoryFragment(observation=text, importance=0.5, scope=Scope(agent="b")))
     clock.advance(hours=46)
     assert ltm.read("project budget", k=1, scope=Scope(agent="a"))[0].id == read_one.id
     clock.advance(hours=2)
