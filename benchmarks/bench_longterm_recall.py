@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import re
 import statistics
@@ -210,6 +211,7 @@ def latency(size: int) -> dict[str, float]:
                 latencies[key].append(time.perf_counter() - start)
     return {
         "size": size,
+        "load": os.getloadavg()[0],
         "write_per_s": len(turns) / write_s,
         "given_per_s": len(given) / given_s,
         "median_ms": statistics.median(latencies["new"]) * 1000,
@@ -239,18 +241,21 @@ def render(
         "",
         f"Scoped `read(k=5)` latency ({READS} reads of the questions; defaults, and the "
         "previous version's dense-only read interleaved in the same loop) and "
-        f"`write_batch` throughput (batches of {BATCH:,}):",
+        f"`write_batch` throughput (batches of {BATCH:,}). The 1-minute load average of "
+        f"the {os.cpu_count()}-core machine at the end of each size is in the last column: "
+        "absolute times on a shared machine move with it, the ratio to the previous read "
+        "measured in the same loop much less.",
         "",
         "| fragments | read median | read p95 | previous read median / p95 | p95 ratio "
-        "| write (heuristic importance) | write (importance given) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| write (heuristic importance) | write (importance given) | load |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in perf:
         lines.append(
             f"| {int(p['size']):,} | {p['median_ms']:.2f} ms | {p['p95_ms']:.2f} ms | "
             f"{p['old_median_ms']:.2f} / {p['old_p95_ms']:.2f} ms | "
             f"{p['p95_ms'] / p['old_p95_ms']:.2f}x | "
-            f"{p['write_per_s']:,.0f} /s | {p['given_per_s']:,.0f} /s |"
+            f"{p['write_per_s']:,.0f} /s | {p['given_per_s']:,.0f} /s | {p['load']:.1f} |"
         )
     return "\n".join(lines)
 
