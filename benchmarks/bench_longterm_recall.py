@@ -221,6 +221,17 @@ def latency(size: int) -> dict[str, float]:
     }
 
 
+NOTES = (
+    "Every row comes from the same run. Feedback (the best BM25 hit's text added to the "
+    "BM25 query) is a retrieval technique, not a property of this memory: the last row "
+    "gives it to `rank_bm25` too. No real embedding model was measured (no model "
+    "downloads here): one plugs into the dense half (any `Embedder`, e.g. "
+    "`LangChainEmbedder`), where the lexical `HashingEmbedder` adds nothing over BM25 on "
+    "this data (compare the sparse and hybrid rows); the store's fusion weights become "
+    "(1, 1) for any other embedder."
+)
+
+
 def render(
     data: Dataset, rows: list[tuple[str, Recall]], perf: list[dict[str, float]], engine: str
 ) -> str:
@@ -238,6 +249,8 @@ def render(
             f"| {name} | {r.turn5:.3f} | {r.turn10:.3f} | {r.session5:.3f} | {r.session10:.3f} |"
         )
     lines += [
+        "",
+        NOTES,
         "",
         f"Scoped `read(k=5)` latency ({READS} reads of the questions; defaults, and the "
         "previous version's dense-only read interleaved in the same loop) and "

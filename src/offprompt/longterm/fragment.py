@@ -190,10 +190,12 @@ class MemoryFragment(BaseModel):
         False when both came from the wall clock at construction (a memory re-times it)."""
         return self._explicit_time
 
-    def timed_at(self, now: datetime) -> MemoryFragment:
-        """This fragment created and accessed at ``now`` if it has no explicit time, else itself.
+    def timed_at(self, now: datetime, update: dict[str, Any] | None = None) -> MemoryFragment:
+        """This fragment created and accessed at ``now`` if it has no explicit time.
 
-        The copy gets a new time-ordered id for ``now`` and counts as explicitly timed.
+        Such a copy gets a new time-ordered id for ``now`` and counts as explicitly
+        timed; a fragment with explicit times keeps them. ``update`` (field values, as
+        for ``model_copy``) is applied in the same copy; without either, ``self``.
 
         Example:
             >>> from datetime import datetime, timezone
@@ -202,11 +204,14 @@ class MemoryFragment(BaseModel):
             >>> f.created_at == f.last_accessed_at == t, f.explicit_time
             (True, True)
         """
-        if self._explicit_time:
+        fields = dict(update or {})
+        if not self._explicit_time:
+            at = utc(now)
+            fields.update(id=new_fragment_id(at), last_accessed_at=at)
+        if not fields:
             return self
-        at = utc(now)
-        copy = self.model_copy(update={"id": new_fragment_id(at), "last_accessed_at": at})
-        copy._explicit_time = True
+        copy = self.model_copy(update=fields)
+        copy._explicit_time = True  # explicit before, or timed just now
         return copy
 
     def __setattr__(self, name: str, value: Any) -> None:

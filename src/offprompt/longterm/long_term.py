@@ -287,14 +287,13 @@ class LongTermMemory:
         out = []
         now = self.now()
         for fragment, score in zip(fragments, scores, strict=True):
-            fragment = fragment.timed_at(now)
             update: dict[str, Any] = {}
             if score is not None:
                 update["importance"] = min(max(float(score), 0.0), 1.0)
             merged_scope = merge_scopes(self.scope, fragment.scope)
             if merged_scope != fragment.scope:
                 update["scope"] = merged_scope
-            out.append(fragment.model_copy(update=update) if update else fragment)
+            out.append(fragment.timed_at(now, update))
         return out
 
     def _check(self, fragments: Sequence[MemoryFragment]) -> list[MemoryFragment]:
