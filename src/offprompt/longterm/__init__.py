@@ -5,8 +5,8 @@
   tenant / user / agent / session / run).
 * :class:`SensoryMemory`, :class:`ShortTermMemory`, :class:`EnhancedShortTermMemory` -
   in-process buffers that decide what is worth keeping.
-* :class:`LongTermMemory` - fragments in Qdrant, recalled by
-  ``similarity + (1 - decay_rate) ** hours_since_last_access + importance``.
+* :class:`LongTermMemory` - fragments in Qdrant, recalled from a hybrid (dense + BM25)
+  pool by ``similarity + (1 - decay_rate) ** hours_since_last_access + importance``.
 * :class:`HybridMemory` - the three together.
 * :class:`ImportanceScorer` / :class:`InsightExtractor` with offline defaults
   (:class:`HeuristicImportanceScorer`, :class:`ExtractiveInsightExtractor`).

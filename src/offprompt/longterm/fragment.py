@@ -9,6 +9,14 @@ that reads filter on. ``offprompt.longterm.Scope`` is that class, re-exported.
 Ids are time-ordered: a UUIDv7-style string whose first 48 bits are the creation time
 in Unix milliseconds, so ``fragment.created_at`` is read from the id itself and ids sort
 in creation order (monotonic within a process, also within one millisecond).
+
+Times and injected clocks: a fragment created without an ``id`` or ``last_accessed_at``
+(``MemoryFragment(observation=...)``, ``MemoryFragment.build(...)`` without ``now``) has
+no *explicit* time (:attr:`MemoryFragment.explicit_time` is False). The first memory
+that takes it (short-term or long-term) re-times it with that memory's clock
+(:meth:`MemoryFragment.timed_at`: a new id for the clock's "now", accessed "now"), so a
+memory with an injected clock never sees a fragment "accessed in the future". Explicit
+times are kept as given.
 """
 
 from __future__ import annotations
@@ -21,7 +29,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._validation import ensure_json, validation_error
@@ -159,12 +174,45 @@ class MemoryFragment(BaseModel):
     last_accessed_at: datetime | None = None
     scope: Scope = Field(default_factory=Scope)
     meta: dict[str, Any] = Field(default_factory=dict)
+    _explicit_time: bool = PrivateAttr(default=True)
 
     def __init__(self, **data: Any) -> None:
+        explicit = data.get("id") is not None or data.get("last_accessed_at") is not None
         try:
             super().__init__(**data)
         except PydanticValidationError as exc:
             raise validation_error("MemoryFragment", exc) from None
+        self._explicit_time = explicit
+
+    @property
+    def explicit_time(self) -> bool:
+        """True when the creator gave an ``id`` or ``last_accessed_at`` (times are kept);
+        False when both came from the wall clock at construction (a memory re-times it)."""
+        return self._explicit_time
+
+    def timed_at(self, now: datetime, update: dict[str, Any] | None = None) -> MemoryFragment:
+        """This fragment created and accessed at ``now`` if it has no explicit time.
+
+        Such a copy gets a new time-ordered id for ``now`` and counts as explicitly
+        timed; a fragment with explicit times keeps them. ``update`` (field values, as
+        for ``model_copy``) is applied in the same copy; without either, ``self``.
+
+        Example:
+            >>> from datetime import datetime, timezone
+            >>> t = datetime(2025, 1, 2, tzinfo=timezone.utc)
+            >>> f = MemoryFragment(observation="likes tea").timed_at(t)
+            >>> f.created_at == f.last_accessed_at == t, f.explicit_time
+            (True, True)
+        """
+        fields = dict(update or {})
+        if not self._explicit_time:
+            at = utc(now)
+            fields.update(id=new_fragment_id(at), last_accessed_at=at)
+        if not fields:
+            return self
+        copy = self.model_copy(update=fields)
+        copy._explicit_time = True  # explicit before, or timed just now
+        return copy
 
     def __setattr__(self, name: str, value: Any) -> None:
         try:
@@ -241,22 +289,27 @@ class MemoryFragment(BaseModel):
         embedding: Sequence[float] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> MemoryFragment:
-        """A new fragment created at ``now`` (its id encodes ``now``; default: the wall clock).
+        """A new fragment created at ``now`` (its id encodes ``now``).
+
+        Without ``now`` the wall clock is used and the fragment has no explicit time, so
+        the memory it is written to re-times it with its own clock.
 
         Example:
             >>> MemoryFragment.build("likes tea", importance=0.4).importance
             0.4
         """
-        created = utc(now) if now is not None else None
+        timed: dict[str, Any] = {}
+        if now is not None:
+            created = utc(now)
+            timed = {"id": new_fragment_id(created), "last_accessed_at": created}
         return cls(
-            id=new_fragment_id(created),
             observation=observation,
             importance=importance,
             is_insight=is_insight,
             scope=scope or Scope(),
             embedding=list(embedding) if embedding is not None else None,
-            last_accessed_at=created,
             meta=meta or {},
+            **timed,
         )
 
     @property

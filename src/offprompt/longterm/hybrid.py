@@ -43,7 +43,8 @@ class HybridMemory:
     Args:
         sensory: The first buffer (``SensoryMemory()`` if omitted).
         short_term: The middle buffer (an :class:`EnhancedShortTermMemory` sharing the
-            long-term store's embedder if omitted).
+            long-term store's embedder and the long-term memory's clock, with the
+            offline extractive insight extractor, if omitted).
         long_term: The durable memory (an in-memory :class:`LongTermMemory` if omitted).
         importance_scorer: Scores insights (default: the long-term memory's scorer).
         importance_weight: Multiplies insight scores (DB-GPT's hybrid weight, 0.9).

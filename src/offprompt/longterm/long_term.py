@@ -10,13 +10,49 @@ Its payload holds what scoring and filtering need::
 
     score = similarity + (1 - decay_rate) ** hours_since_last_access + importance
 
-where ``similarity`` is the cosine similarity of the query and fragment embeddings
-(Qdrant's dense score, in ``[-1, 1]``), ``hours_since_last_access`` is
-``max(0, now - last_accessed_at)`` in hours (``now`` from the injectable clock), and
-``importance`` is the fragment's ``[0, 1]`` importance. A pool of the
-``max(k * candidate_factor, min_candidates)`` most similar fragments is fetched, the
-pool is rescored, and the best ``k`` are returned; their ``last_accessed_at`` becomes
-``now`` (in the store too). Forgotten and merged fragments are skipped.
+over a candidate pool, where ``hours_since_last_access`` is ``max(0, now -
+last_accessed_at)`` in hours (``now`` from the injectable clock) and ``importance`` is
+the fragment's ``[0, 1]`` importance.
+
+The pool is the ``max(k * candidate_factor, min_candidates)`` best fragments, chosen
+by ``mode``:
+
+* ``"hybrid"`` (default) - a dense (embedder) and a BM25 sparse ranking of that many
+  fragments each, fused by weighted reciprocal rank fusion: Qdrant's formula with the
+  store's ``fusion_weights`` and ``RRF_K``, the fusion task memory's queries get. It
+  is computed here rather than inside Qdrant because the two rankings answer
+  different queries (see feedback below). ``similarity`` is the fused score
+  calibrated to ``[0, 1]``: ``rrf / rrf_max``, where the weighted RRF is
+  ``rrf = sum_i 1 / (rank_i / w_i + RRF_K - 1)`` (``rank_i`` from 1 in retriever
+  ``i``'s ranking, no term if the fragment is not in it) and ``rrf_max`` is the same
+  sum with every ``rank_i = 1``. ``1.0`` means "ranked first by both retrievers"; the
+  scale does not depend on the query, the collection or the embedder.
+* ``"sparse"`` - the BM25 ranking alone; ``similarity = RRF_K / (RRF_K + rank - 1)``,
+  the same calibration with one unweighted retriever (1, 2/3, 1/2, ...).
+* ``"dense"`` - the embedder alone (earlier versions' only mode); ``similarity`` is the
+  cosine of query and fragment embeddings, in ``[-1, 1]``.
+
+With ``feedback=n`` (default 1) the ``n`` best BM25 fragments (dense ones in
+``"dense"`` mode) are fetched first and their text is appended to the query of the
+BM25 ranking (pseudo-relevance feedback): a fact restated in other words in a later
+session shares the names and places of the best first hit, not the question's words.
+The dense ranking keeps the question alone, so an embedding model is asked what the
+user asked. ``feedback=0`` skips the first query. ``benchmarks/RESULTS_longterm_recall.md``
+measures every mode with and without feedback next to ``rank_bm25``.
+
+The pool is rescored and the best ``k`` are returned; their ``last_accessed_at``
+becomes ``now`` (in the store too). Forgotten and merged fragments are skipped.
+
+Stored memories of earlier versions: their points already carry the BM25 sparse
+vector (``QdrantVectorStore.upsert`` has always encoded one when the store has
+``sparse=True``, the default), so hybrid reads use them as they are, with no upgrade
+step. A store created with ``sparse=False`` has no sparse vectors: its reads fall back
+to ``"dense"`` (and cosine similarity). ``tests/longterm/test_recall.py`` reads a
+store written by the previous version.
+
+Times: a fragment written without explicit times (see
+:meth:`MemoryFragment.timed_at`) is re-timed with this memory's clock, so recency is
+measured on the same clock as reads.
 
 Scope and the forgotten / merged flags are payload conditions inside the Qdrant query
 itself, never a filter applied afterwards in Python. The scope is the one
@@ -59,6 +95,8 @@ from offprompt.retention import RetentionPolicy
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
+from offprompt.vectors._backends import RRF_K
+from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
 
@@ -83,11 +121,29 @@ _INDEXES = {
 _ID_BATCH = 256
 
 
+def _rrf(pos: int, weight: float) -> float:
+    """Qdrant's weighted reciprocal-rank-fusion term for 0-based position ``pos``."""
+    return 1.0 / ((pos + 1) / weight + RRF_K - 1)
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A candidate of a read with its score parts (``score = similarity + recency + importance``)."""
+
+    score: float
+    hit: Hit
+    similarity: float
+    recency: float
+    importance: float
+
+
 @dataclass(frozen=True)
 class ScoredFragment:
     """A fragment returned by :meth:`LongTermMemory.search` with its score's parts.
 
-    ``score == similarity + recency + importance``.
+    ``score == similarity + recency + importance``; what ``similarity`` is depends on
+    the read's mode (see :mod:`offprompt.longterm.long_term`): a calibrated fused score
+    in ``[0, 1]`` for ``"hybrid"`` and ``"sparse"``, the cosine for ``"dense"``.
     """
 
     fragment: MemoryFragment
@@ -116,6 +172,10 @@ class LongTermMemory:
         insight_extractor: Used by :meth:`reflect`.
         candidate_factor: Pool size multiplier for :meth:`read`.
         min_candidates: Smallest pool :meth:`read` rescores.
+        mode: How the pool is retrieved: ``"hybrid"`` (dense + BM25 sparse, fused),
+            ``"sparse"`` or ``"dense"``; a read may override it.
+        feedback: Best first-pass fragments whose text expands the query for the pool
+            (pseudo-relevance feedback); ``0`` for a single query.
         tracer: Receives a ``write`` event per write, a ``longterm_read`` event per read
             and an ``evict`` event per prune that deleted something
             (an :class:`~offprompt.trace.InMemoryTracer` if omitted).
@@ -156,6 +216,8 @@ class LongTermMemory:
         insight_extractor: InsightExtractor | None = None,
         candidate_factor: int = 4,
         min_candidates: int = 20,
+        mode: SearchMode = "hybrid",
+        feedback: int = 1,
         tracer: Tracer | None = None,
         retention: RetentionPolicy | None = None,
         tokenizer: Tokenizer | None = None,
@@ -164,6 +226,8 @@ class LongTermMemory:
             raise ValidationError(f"decay_rate must be within [0, 1), got {decay_rate!r}")
         if candidate_factor < 1 or min_candidates < 1:
             raise ValidationError("candidate_factor and min_candidates must be >= 1")
+        if not isinstance(feedback, int) or isinstance(feedback, bool) or feedback < 0:
+            raise ValidationError(f"feedback must be an int >= 0, got {feedback!r}")
         if scope is not None and not isinstance(scope, Scope):
             raise ValidationError(
                 f"scope must be an offprompt.scope.Scope, got {type(scope).__name__}"
@@ -182,6 +246,8 @@ class LongTermMemory:
         self.insight_extractor: InsightExtractor = insight_extractor or ExtractiveInsightExtractor()
         self.candidate_factor = candidate_factor
         self.min_candidates = min_candidates
+        self.mode: SearchMode = self._mode(mode)
+        self.feedback = feedback
         self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
         self.retention = retention
         self.tokenizer: Tokenizer = tokenizer or default_tokenizer()
@@ -219,6 +285,7 @@ class LongTermMemory:
         self, fragments: Sequence[MemoryFragment], scores: Sequence[float | None]
     ) -> list[MemoryFragment]:
         out = []
+        now = self.now()
         for fragment, score in zip(fragments, scores, strict=True):
             update: dict[str, Any] = {}
             if score is not None:
@@ -226,7 +293,7 @@ class LongTermMemory:
             merged_scope = merge_scopes(self.scope, fragment.scope)
             if merged_scope != fragment.scope:
                 update["scope"] = merged_scope
-            out.append(fragment.model_copy(update=update) if update else fragment)
+            out.append(fragment.timed_at(now, update))
         return out
 
     def _check(self, fragments: Sequence[MemoryFragment]) -> list[MemoryFragment]:
@@ -280,30 +347,84 @@ class LongTermMemory:
             meta=dict(payload.get("meta") or {}),
         )
 
-    def _rank(self, hits: list[Hit], now: datetime) -> list[tuple[float, Hit, float, float]]:
-        """``(score, hit, recency, importance)`` for every candidate, best first."""
+    @staticmethod
+    def _mode(mode: object) -> SearchMode:
+        if mode == "hybrid" or mode == "dense" or mode == "sparse":
+            return mode
+        raise ValidationError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}")
+
+    def _read_mode(self, mode: SearchMode | None) -> SearchMode:
+        """The mode a read uses: ``mode`` or the memory's, ``"dense"`` without sparse vectors."""
+        chosen = self.mode if mode is None else self._mode(mode)
+        if chosen != "dense" and self.store.sparse_encoder is None:
+            if chosen == "sparse":
+                raise ValidationError("mode='sparse' needs a vector store created with sparse=True")
+            return "dense"
+        return chosen
+
+    def _expanded(self, observation: str, first: list[Hit]) -> str:
+        """``observation`` followed by the feedback fragments' text."""
+        return "\n".join([observation, *(hit.text for hit in first)]) if first else observation
+
+    @staticmethod
+    def _first_mode(mode: SearchMode) -> SearchMode:
+        """The retriever that picks the feedback fragments (BM25 unless dense-only)."""
+        return "dense" if mode == "dense" else "sparse"
+
+    def _queries(
+        self, observation: str, first: list[Hit], mode: SearchMode
+    ) -> list[tuple[str, SearchMode]]:
+        """The rankings a read fuses: ``(query text, retriever)`` each."""
+        expanded = self._expanded(observation, first)
+        if mode == "hybrid":
+            return [(observation, "dense"), (expanded, "sparse")]
+        return [(expanded, mode)]
+
+    def _candidates(
+        self, rankings: list[list[Hit]], mode: SearchMode, pool: int
+    ) -> list[tuple[Hit, float]]:
+        """The pool with each candidate's ``similarity`` (see the module docs)."""
+        if mode == "dense":
+            return [(hit, hit.score) for hit in rankings[0]]
+        if mode == "sparse":
+            return [(hit, RRF_K / (RRF_K + pos)) for pos, hit in enumerate(rankings[0])]
+        fused: dict[str, float] = {}
+        hits: dict[str, Hit] = {}
+        weights = self.store.fusion_weights
+        for weight, ranking in zip(weights, rankings, strict=True):
+            if weight <= 0:
+                continue
+            for pos, hit in enumerate(ranking):
+                hits.setdefault(hit.id, hit)
+                fused[hit.id] = fused.get(hit.id, 0.0) + _rrf(pos, weight)
+        top = sum(_rrf(0, w) for w in weights if w > 0)
+        order = sorted(fused, key=lambda i: (-fused[i], i))[:pool]
+        return [(hits[i], fused[i] / top) for i in order]
+
+    def _rank(self, candidates: list[tuple[Hit, float]], now: datetime) -> list[_Ranked]:
+        """Every candidate with its score parts, best first."""
         scored = []
         now_ts = now.timestamp()
-        for hit in hits:
+        for hit, similarity in candidates:
             hours = max(0.0, (now_ts - float(hit.payload["last_accessed_ts"])) / 3600.0)
             recency = (1.0 - self.decay_rate) ** hours
             importance = float(hit.payload.get("importance", 0.0))
-            scored.append((hit.score + recency + importance, hit, recency, importance))
-        scored.sort(key=lambda t: (-t[0], t[1].id))
+            scored.append(
+                _Ranked(similarity + recency + importance, hit, similarity, recency, importance)
+            )
+        scored.sort(key=lambda t: (-t.score, t.hit.id))
         return scored
 
-    def _rescore(
-        self, ranked: list[tuple[float, Hit, float, float]], k: int, now: datetime
-    ) -> list[ScoredFragment]:
+    def _rescore(self, ranked: list[_Ranked], k: int, now: datetime) -> list[ScoredFragment]:
         return [
             ScoredFragment(
-                fragment=self._fragment(hit.id, hit.text, hit.payload, accessed=now),
-                score=total,
-                similarity=hit.score,
-                recency=recency,
-                importance=importance,
+                fragment=self._fragment(r.hit.id, r.hit.text, r.hit.payload, accessed=now),
+                score=r.score,
+                similarity=r.similarity,
+                recency=r.recency,
+                importance=r.importance,
             )
-            for total, hit, recency, importance in ranked[:k]
+            for r in ranked[:k]
         ]
 
     def _pool(self, observation: str, k: int) -> int:
@@ -326,21 +447,22 @@ class LongTermMemory:
         pool: int,
         scope: Scope,
         include_insights: bool,
-        ranked: list[tuple[float, Hit, float, float]],
+        ranked: list[_Ranked],
+        mode: SearchMode,
     ) -> None:
-        def entry(total: float, hit: Hit, recency: float, importance: float) -> dict[str, Any]:
+        def entry(r: _Ranked) -> dict[str, Any]:
             return {
-                "id": hit.id,
-                "score": total,
-                "similarity": hit.score,
-                "recency": recency,
-                "importance": importance,
-                "is_insight": bool(hit.payload.get("is_insight")),
-                "tokens": self._tokens(hit.text, hit.payload),
+                "id": r.hit.id,
+                "score": r.score,
+                "similarity": r.similarity,
+                "recency": r.recency,
+                "importance": r.importance,
+                "is_insight": bool(r.hit.payload.get("is_insight")),
+                "tokens": self._tokens(r.hit.text, r.hit.payload),
             }
 
-        included = [entry(*item) for item in ranked[:k]]
-        dropped = [{**entry(*item), "reason": f"ranked below the top {k}"} for item in ranked[k:]]
+        included = [entry(item) for item in ranked[:k]]
+        dropped = [{**entry(item), "reason": f"ranked below the top {k}"} for item in ranked[k:]]
         scores: dict[str, float] = {}
         for item in included:
             for part in ("similarity", "recency", "importance"):
@@ -366,6 +488,8 @@ class LongTermMemory:
                     "returned": len(included),
                     "namespace": self.namespace,
                     "decay_rate": self.decay_rate,
+                    "mode": mode,
+                    "feedback": self.feedback,
                     "filtered_in_store": excluded,
                 },
             ),
@@ -457,18 +581,35 @@ class LongTermMemory:
         scope: Scope | None = None,
         include_insights: bool = True,
         touch: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[ScoredFragment]:
         """The ``k`` best fragments for ``observation`` with their score parts.
 
-        See the module docs for the formula. ``touch=False`` leaves access times alone.
+        See the module docs for the formula and the modes. ``touch=False`` leaves
+        access times alone; ``mode`` overrides the memory's mode for this read.
         Emits a ``longterm_read`` trace event.
         """
         pool = self._pool(observation, k)
         resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
-        hits = self.store.search(self.namespace, observation, top_n=pool, filter=flt, mode="dense")
+        chosen = self._read_mode(mode)
+        first = (
+            self.store.search(
+                self.namespace,
+                observation,
+                top_n=self.feedback,
+                filter=flt,
+                mode=self._first_mode(chosen),
+            )
+            if self.feedback
+            else []
+        )
+        rankings = [
+            self.store.search(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            for text, retriever in self._queries(observation, first, chosen)
+        ]
         now = self.now()
-        ranked = self._rank(hits, now)
+        ranked = self._rank(self._candidates(rankings, chosen, pool), now)
         result = self._rescore(ranked, k, now)
         if touch and result:
             self.store.set_payload(
@@ -476,7 +617,7 @@ class LongTermMemory:
                 [r.fragment.id for r in result],
                 {"last_accessed_ts": now.timestamp()},
             )
-        self._emit_read(observation, k, pool, resolved, include_insights, ranked)
+        self._emit_read(observation, k, pool, resolved, include_insights, ranked, chosen)
         return result
 
     def read(
@@ -486,22 +627,23 @@ class LongTermMemory:
         *,
         scope: Scope | None = None,
         include_insights: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[MemoryFragment]:
         """The ``k`` fragments that score best for ``observation`` (best first).
 
         ``score = similarity + (1 - decay_rate) ** hours_since_last_access + importance``
-        over a pool of the most similar fragments; the returned ones are marked accessed
-        now. ``scope`` (laid over the memory's default scope) is a hard Qdrant filter.
-        Emits a ``longterm_read`` trace event (scores of every candidate; why the
-        others were dropped).
+        over a pool of the best fragments of a hybrid (or ``mode``) query; the returned
+        ones are marked accessed now. ``scope`` (laid over the memory's default scope)
+        is a hard Qdrant filter. Emits a ``longterm_read`` trace event (scores of every
+        candidate; why the others were dropped).
 
         Raises:
-            ValidationError: empty ``observation`` or ``k < 1``.
+            ValidationError: empty ``observation``, ``k < 1`` or an unknown ``mode``.
         """
-        return [
-            r.fragment
-            for r in self.search(observation, k, scope=scope, include_insights=include_insights)
-        ]
+        found = self.search(
+            observation, k, scope=scope, include_insights=include_insights, mode=mode
+        )
+        return [r.fragment for r in found]
 
     async def asearch(
         self,
@@ -511,16 +653,30 @@ class LongTermMemory:
         scope: Scope | None = None,
         include_insights: bool = True,
         touch: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[ScoredFragment]:
         """Async twin of :meth:`search`."""
         pool = self._pool(observation, k)
         resolved = self._scope(scope)
         flt = self._live_filter(scope, include_insights=include_insights)
-        hits = await self.store.asearch(
-            self.namespace, observation, top_n=pool, filter=flt, mode="dense"
+        chosen = self._read_mode(mode)
+        first = (
+            await self.store.asearch(
+                self.namespace,
+                observation,
+                top_n=self.feedback,
+                filter=flt,
+                mode=self._first_mode(chosen),
+            )
+            if self.feedback
+            else []
         )
+        rankings = [
+            await self.store.asearch(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            for text, retriever in self._queries(observation, first, chosen)
+        ]
         now = self.now()
-        ranked = self._rank(hits, now)
+        ranked = self._rank(self._candidates(rankings, chosen, pool), now)
         result = self._rescore(ranked, k, now)
         if touch and result:
             await self.store.aset_payload(
@@ -529,7 +685,7 @@ class LongTermMemory:
                 {"last_accessed_ts": now.timestamp()},
             )
         await asyncio.to_thread(
-            self._emit_read, observation, k, pool, resolved, include_insights, ranked
+            self._emit_read, observation, k, pool, resolved, include_insights, ranked, chosen
         )
         return result
 
@@ -540,9 +696,12 @@ class LongTermMemory:
         *,
         scope: Scope | None = None,
         include_insights: bool = True,
+        mode: SearchMode | None = None,
     ) -> list[MemoryFragment]:
         """Async twin of :meth:`read`."""
-        found = await self.asearch(observation, k, scope=scope, include_insights=include_insights)
+        found = await self.asearch(
+            observation, k, scope=scope, include_insights=include_insights, mode=mode
+        )
         return [r.fragment for r in found]
 
     def get(self, fragment_id: str) -> MemoryFragment:

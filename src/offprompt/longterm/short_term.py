@@ -35,12 +35,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Literal
 
 import numpy as np
 
 from offprompt.errors import ValidationError
 from offprompt.longterm.fragment import Clock, DiscardedMemoryFragments, MemoryFragment, Scope
-from offprompt.longterm.scoring import InsightExtractor
+from offprompt.longterm.scoring import ExtractiveInsightExtractor, InsightExtractor
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 
 __all__ = ["EnhancedShortTermMemory", "ShortTermMemory", "cosine_similarity", "sigmoid"]
@@ -80,7 +81,8 @@ class ShortTermMemory:
     Args:
         buffer_size: Fragments kept.
         insight_extractor: If given, insights are extracted from each overflow batch.
-        clock: Time of insight fragments (default: the wall clock).
+        clock: Time of insight fragments, and of fragments written without explicit
+            times (see :meth:`MemoryFragment.timed_at`); the wall clock if omitted.
 
     Example:
         >>> stm = ShortTermMemory(buffer_size=1)
@@ -120,6 +122,11 @@ class ShortTermMemory:
     def _check(fragment: MemoryFragment) -> None:
         if not isinstance(fragment, MemoryFragment):
             raise ValidationError(f"expected a MemoryFragment, got {type(fragment).__name__}")
+
+    def _timed(self, fragment: MemoryFragment) -> MemoryFragment:
+        """``fragment`` on this memory's clock unless it has explicit times."""
+        self._check(fragment)
+        return fragment.timed_at(self.clock())
 
     def _plan(self, fragment: MemoryFragment, retrieval: bool) -> _Plan:
         self._check(fragment)
@@ -168,7 +175,7 @@ class ShortTermMemory:
         ``retrieval=True`` marks a fragment read back from long-term memory (DB-GPT's
         ``WriteOperation.RETRIEVAL``); the plain buffer treats it like any other.
         """
-        plan = self._plan(fragment, retrieval)
+        plan = self._plan(self._timed(fragment), retrieval)
         extractor = self.insight_extractor
         texts = [extractor.extract(g) for g in plan.groups] if extractor is not None else []
         return self._result(plan, texts)
@@ -177,7 +184,7 @@ class ShortTermMemory:
         self, fragment: MemoryFragment, *, retrieval: bool = False
     ) -> DiscardedMemoryFragments | None:
         """Async twin of :meth:`write` (awaits the extractor's ``aextract``)."""
-        plan = await self._aplan(fragment, retrieval)
+        plan = await self._aplan(self._timed(fragment), retrieval)
         extractor = self.insight_extractor
         texts = [await extractor.aextract(g) for g in plan.groups] if extractor is not None else []
         return self._result(plan, texts)
@@ -226,7 +233,10 @@ class EnhancedShortTermMemory(ShortTermMemory):
             (cosine >= 0.85) enhance each other.
         enhance_threshold: Enhancements after which a fragment is merged and moved on.
         embedder: Embeds fragments without an embedding (``HashingEmbedder`` default).
-        insight_extractor: Extracts insights from each merge (none if omitted).
+        insight_extractor: Extracts insights from each merge: the offline
+            :class:`~offprompt.longterm.ExtractiveInsightExtractor` by default (so the
+            path "repeated observation -> insight in long-term memory" works offline),
+            an LLM-backed one from an adapter, or None for no insights.
         stochastic: Also require a uniform draw ``< p``, as DB-GPT does.
         rng: The random source for ``stochastic`` (seed it for reproducible runs).
         clock: Time of merged and insight fragments.
@@ -247,12 +257,15 @@ class EnhancedShortTermMemory(ShortTermMemory):
         enhance_threshold: int = 3,
         *,
         embedder: Embedder | None = None,
-        insight_extractor: InsightExtractor | None = None,
+        insight_extractor: InsightExtractor | Literal["extractive"] | None = "extractive",
         stochastic: bool = True,
         rng: random.Random | None = None,
         clock: Clock | None = None,
     ) -> None:
-        super().__init__(buffer_size, insight_extractor=insight_extractor, clock=clock)
+        extractor = (
+            ExtractiveInsightExtractor() if insight_extractor == "extractive" else insight_extractor
+        )
+        super().__init__(buffer_size, insight_extractor=extractor, clock=clock)
         if not 0 <= enhance_similarity_threshold <= 1:
             raise ValidationError(
                 f"enhance_similarity_threshold must be within [0, 1], got {enhance_similarity_threshold}"
