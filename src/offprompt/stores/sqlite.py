@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
 SCHEMA_VERSION = 3
-_MAGIC = b"SQLite format 3\x00"
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1
 
@@ -203,26 +202,24 @@ def _selector(scope: Scope) -> tuple[str, list[str]]:
 
 
 def _check_is_store(path: Path) -> None:
-    """Refuse, without writing a byte, a path that is not an offprompt SQLite store."""
+    """Refuse, without writing a byte, a path that is not an offprompt SQLite store.
+
+    The file is looked at only through SQLite, never with a plain ``open()``: on POSIX,
+    closing *any* descriptor of a file drops every lock this process holds on it, so
+    reading the header while another ``SQLiteStore`` (or any SQLite connection) of this
+    process has the file open would strip that connection's locks while other processes
+    write, and corrupt the database. SQLite's own VFS shares one lock state per file
+    across the connections of a process and defers closing, so a read-only connection
+    opened and closed here leaves the others' locks alone.
+    """
     if not path.exists():
         return
     if path.is_dir():
         raise NotAStoreError(
             f"{path} is a directory, not an offprompt SQLite store", path=str(path)
         )
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_MAGIC))
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}", path=str(path)) from None
-    if not head:
-        return  # an empty file is an empty database
-    if head != _MAGIC:
-        raise NotAStoreError(
-            f"{path} is not a SQLite database (it starts with {head[:8]!r}); "
-            "offprompt left it untouched",
-            path=str(path),
-        )
+    if not os.access(path, os.R_OK):
+        raise StorageError(f"cannot read {path}: permission denied", path=str(path))
     try:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
@@ -231,7 +228,15 @@ def _check_is_store(path: Path) -> None:
             }
         finally:
             conn.close()
-    except sqlite3.Error as exc:
+    except sqlite3.DatabaseError as exc:
+        # sqlite_errorname exists from Python 3.11; 3.10 only has the message.
+        not_a_db = getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB"
+        if not_a_db or "not a database" in str(exc):
+            raise NotAStoreError(
+                f"{path} is not a SQLite database, or its header is corrupt (SQLite: {exc}); "
+                "offprompt left it untouched",
+                path=str(path),
+            ) from None
         raise NotAStoreError(
             f"{path} looks like SQLite but cannot be read ({exc}); offprompt left it untouched",
             path=str(path),
