@@ -292,10 +292,21 @@ COUNTING_WRITER = textwrap.dedent(
 )
 
 
-def _acknowledged(proc: subprocess.Popen[str]) -> int:
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    return len(out.split())
+def _counting_writer(path: Path, name: str, n: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", COUNTING_WRITER, str(path), name, str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _acknowledged(proc: subprocess.Popen[str], already: int = 0) -> int:
+    """Appends the writer acknowledged: ``already`` lines read before, plus the rest."""
+    assert proc.stdout is not None
+    out = proc.stdout.read()  # the file object, so lines it buffered are not lost
+    assert proc.wait(timeout=120) == 0, out
+    return already + len(out.split())
 
 
 def test_opening_another_store_in_a_process_holding_one_keeps_the_file_intact(
@@ -318,29 +329,15 @@ def test_opening_another_store_in_a_process_holding_one_keeps_the_file_intact(
 
     try:
         step("ready")
-        writers = [
-            subprocess.Popen(
-                [sys.executable, "-c", COUNTING_WRITER, str(path), f"w{n}", "500"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for n in range(4)
-        ]
+        writers = [_counting_writer(path, f"w{n}", 500) for n in range(4)]
         assert writers[0].stdout is not None
         for _ in range(50):  # the first writer is well under way
             writers[0].stdout.readline()
         holder.stdin.write("\n")
         holder.stdin.flush()
         step("opened")
-        acked = {f"w{n}": _acknowledged(w) + (50 if n == 0 else 0) for n, w in enumerate(writers)}
-        later = subprocess.Popen(
-            [sys.executable, "-c", COUNTING_WRITER, str(path), "later", "200"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        acked["later"] = _acknowledged(later)
+        acked = {f"w{n}": _acknowledged(w, 50 if n == 0 else 0) for n, w in enumerate(writers)}
+        acked["later"] = _acknowledged(_counting_writer(path, "later", 200))
         holder.stdin.write("\n")
         holder.stdin.flush()
         step("appended")
