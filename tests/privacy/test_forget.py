@@ -190,3 +190,41 @@ def test_cli_forget_prompts_and_deletes(
     raw = raw_sqlite_bytes(store).decode("latin-1")
     assert "BOB-MARKER-7f3a" not in raw and "ALICE-MARKER-9c1d" in raw
     store.close()
+
+
+def test_forget_with_a_held_reader_does_not_report_a_clean_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 2: a reader's open transaction keeps the WAL; forget must say so."""
+    import sqlite3
+
+    import offprompt.stores.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_WAIT", 0.3)
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    store.checkpoint()
+    store.append("chat", [Message.user("I am BOB-MARKER-5e1b")], [5], scope=BOB)
+
+    def raw() -> bytes:
+        wal = path.with_name(path.name + "-wal")
+        return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM offprompt_messages").fetchone() == (1,)
+        with pytest.raises(ForgetError) as caught:
+            forget(Scope(user="bob"), stores=[store])
+        (result,) = caught.value.report.results
+        assert result.error is not None and "read transaction" in result.error
+        assert "deleted 1 messages" in result.error
+        assert b"BOB-MARKER-5e1b" in raw()  # it was right not to claim a clean WAL
+        assert store.read("chat", scope=BOB) == []  # the rows themselves are gone
+    finally:
+        reader.close()
+    report = forget(Scope(user="bob"), stores=[store])  # the reader left: re-run finishes
+    assert report.complete and report.results[0].already_gone
+    assert b"BOB-MARKER-5e1b" not in raw()
+    assert path.with_name(path.name + "-wal").stat().st_size == 0
+    store.close()

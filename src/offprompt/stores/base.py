@@ -670,7 +670,11 @@ class ScopedStore(BaseStore):
         return self.inner.blob_count(scope=self._s(scope))
 
     def checkpoint(self) -> None:
-        """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing."""
+        """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing.
+
+        Raises:
+            StorageError: The wrapped store's WAL stayed busy (see ``SQLiteStore.checkpoint``).
+        """
         inner = getattr(self.inner, "checkpoint", None)
         if callable(inner):
             inner()

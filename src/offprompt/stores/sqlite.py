@@ -56,9 +56,12 @@ from offprompt.stores.base import (
 if TYPE_CHECKING:
     from offprompt.scope import Scope
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
+__all__ = ["CHECKPOINT_WAIT", "SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
 SCHEMA_VERSION = 3
+#: Seconds :meth:`SQLiteStore.checkpoint` retries while another connection's reader
+#: keeps the WAL (``forget`` then reports the WAL as not clean instead of waiting on).
+CHECKPOINT_WAIT = 5.0
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1
 
@@ -649,7 +652,15 @@ class SQLiteStore(BaseStore):
                 ).rowcount
             # The counter rows go too: a session id can itself identify the subject.
             conn.execute(f"DELETE FROM offprompt_sessions WHERE {where}", params)
-        self.checkpoint()
+        try:
+            self.checkpoint()
+        except StorageError as exc:
+            raise StorageError(
+                f"deleted {messages} messages, {state} state documents and {blobs} blobs, "
+                f"but the deleted text may remain on disk: {exc}; run forget again once "
+                "the reader has finished",
+                path=str(self.path),
+            ) from None
         return ForgetCounts(int(messages), int(state), int(sessions), int(blobs))
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
@@ -658,17 +669,48 @@ class SQLiteStore(BaseStore):
         where, params = _selector(as_scope(scope).model_copy(update={"session": None}))
         return int(self._query(f"SELECT count(*) FROM offprompt_blobs WHERE {where}", params)[0][0])
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, wait: float | None = None) -> None:
         """Move the WAL into the database file and truncate the WAL to zero bytes.
 
-        After a delete, this leaves no copy of the deleted pages in ``-wal``.
+        After a delete, this leaves no copy of the deleted pages in ``-wal``. A read
+        transaction open on another connection (another thread or process) keeps the
+        WAL from being truncated: the checkpoint is retried until ``wait`` seconds have
+        passed, and if a reader still holds it the call raises rather than return as if
+        the WAL were clean.
+
+        Args:
+            wait: Seconds to keep retrying while readers hold the WAL (``None``:
+                :data:`CHECKPOINT_WAIT`).
+
+        Raises:
+            StorageError: The WAL could not be truncated within ``wait`` seconds.
         """
+        wait = CHECKPOINT_WAIT if wait is None else max(0.0, wait)
+        conn = self._conn()
+        deadline = time.monotonic() + wait
         try:
-            self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            # Short busy waits per attempt, so the whole call stays within ``wait``.
+            conn.execute("PRAGMA busy_timeout = 100")
+            while True:
+                busy, wal_frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy == 0:
+                    return
+                if time.monotonic() >= deadline:
+                    raise StorageError(
+                        f"checkpoint of {self.path} stayed busy for {wait:g}s: another "
+                        f"connection holds a read transaction, so {self.path.name}-wal "
+                        f"({wal_frames} frames) still holds pages written or deleted since "
+                        "the last checkpoint",
+                        path=str(self.path),
+                    )
+                time.sleep(0.05)
         except sqlite3.Error as exc:
             raise StorageError(
                 f"checkpoint of {self.path} failed: {exc}", path=str(self.path)
             ) from None
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
 
     # -- state -----------------------------------------------------------------------
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
