@@ -174,11 +174,51 @@ def test_invalid_session_ids_are_refused(store: BaseStore, bad: object) -> None:
     assert store.sessions() == []
 
 
+ODD_SCOPED_IDS = ["a/b", "..", "../../etc", "x\\y", "s" * 250, "  ", "thread:7/../x"]
+
+
+def test_odd_scoped_session_ids_keep_listings_and_pruning_working(store: BaseStore) -> None:
+    """Issue 14 item 4: what a scoped append accepted, sessions() and prune() can list."""
+    from offprompt.retention import RetentionPolicy, prune
+    from offprompt.scope import Scope
+
+    acme = Scope(tenant="acme", user="bob")
+    store.append("plain", msgs("p"), [1], scope=acme)
+    for sid in ODD_SCOPED_IDS:
+        store.append(sid, msgs("q", "r"), [1, 1], scope=acme)
+        store.set_state(sid, "k", sid, scope=acme)
+    listed = {i.session_id: i for i in store.sessions()}
+    assert set(listed) == {"plain", *ODD_SCOPED_IDS}
+    for sid in ODD_SCOPED_IDS:
+        assert listed[sid].scope == acme.with_session(sid)
+        assert listed[sid].message_count == 2
+    assert {i.session_id for i in store.sessions(scope=Scope(tenant="acme"))} == set(listed)
+    store.append("a/b", msgs("q2", "r2"), [1, 1], scope=acme)  # a second run
+    report = prune(store, RetentionPolicy(max_count=1))
+    assert report.messages == 2  # only a/b held more than one run
+    assert [r.message.text for r in store.read("a/b", scope=acme)] == ["q2", "r2"]
+
+
+def test_scope_session_follows_the_session_id_rule() -> None:
+    from offprompt.scope import Scope
+
+    assert Scope(tenant="t").with_session("a/../b").session == "a/../b"
+    for bad in ["", "x" * 257, "new\nline", "lone \ud83d surrogate"]:
+        with pytest.raises(NamespaceError):
+            Scope(session=bad)
+        with pytest.raises(NamespaceError):
+            Scope(tenant="t").with_session(bad)
+    with pytest.raises(NamespaceError):
+        Scope(tenant="a/b")  # partition fields keep the namespace rule
+
+
 def test_validate_session_id_message_names_the_problem() -> None:
     with pytest.raises(NamespaceError, match="256"):
         validate_session_id("x" * 10_000)
     with pytest.raises(NamespaceError, match="control character"):
         validate_session_id("a\x00b")
+    with pytest.raises(NamespaceError, match="lone surrogate"):
+        validate_session_id("a\udc80b")
     assert validate_session_id("ok") == "ok"
 
 
