@@ -296,3 +296,28 @@ async def test_async_twins(store: BaseStore) -> None:
     assert await store.adelete_before("s", 1) == 1
     assert await store.adelete_range("s", 0, 10) == 1
     assert await store.adelete_session("s") == 0
+
+
+def test_stored_messages_are_values_not_the_callers_objects(store: BaseStore) -> None:
+    """Issue 14 item 8: mutating what was appended or read never rewrites history."""
+    given = Message.assistant(
+        [TextArtifact(value="original", meta={"k": [1]})],
+        tool_calls=[ToolCall(id="c1", name="f", arguments={"xs": [1, 2]})],
+        meta={"m": {"n": 1}},
+    )
+    store.append("s", [given], [7])
+    given.content[0].value = "rewritten by the caller"  # type: ignore[union-attr]
+    given.content[0].meta["k"].append(2)
+    given.tool_calls[0].arguments["xs"].append(3)
+    given.meta["m"]["n"] = 2
+    given.content.append(TextArtifact(value="extra"))
+    (first,) = store.read("s")
+    first.message.content[0].value = "rewritten by a reader"  # type: ignore[union-attr]
+    first.message.meta["m"]["n"] = 3
+    first.message.tool_calls.clear()
+    (again,) = store.read("s")
+    assert again.message.text == "original" and again.tokens == 7
+    assert again.message.content[0].meta == {"k": [1]}
+    assert again.message.tool_calls[0].arguments == {"xs": [1, 2]}
+    assert again.message.meta == {"m": {"n": 1}}
+    assert again.message.id == given.id and again.message.created_at == given.created_at
