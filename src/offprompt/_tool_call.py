@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from offprompt._validation import loads_json, validation_error
+from offprompt._validation import MAX_JSON_DEPTH, json_too_deep, loads_json, validation_error
 from offprompt.errors import ValidationError
 
 
@@ -48,6 +48,11 @@ class ToolCall(BaseModel):
         if not isinstance(value, dict):
             raise ValidationError(
                 f"tool-call arguments must be a JSON object, got {type(value).__name__}: {value!r}"
+            )
+        if json_too_deep(value):
+            raise ValidationError(
+                f"tool-call arguments nest deeper than {MAX_JSON_DEPTH} levels, "
+                "offprompt's limit for JSON"
             )
         try:
             return json.loads(json.dumps(value, allow_nan=False, ensure_ascii=False))

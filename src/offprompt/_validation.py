@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import reprlib
 import unicodedata
 from typing import Any
 
@@ -11,11 +12,17 @@ from pydantic import ValidationError as PydanticValidationError
 from offprompt.errors import (
     DeserializationError,
     NamespaceError,
+    OffpromptError,
     SerializationError,
     ValidationError,
 )
 
 MAX_SESSION_ID_LENGTH = 256
+
+#: How deeply JSON values may nest (objects and arrays, counted from 1 at the top).
+#: Deeper input is refused with a clear error instead of a ``RecursionError`` from the
+#: parser or from the recursive code that walks it afterwards (artifacts, importers).
+MAX_JSON_DEPTH = 100
 
 
 def describe_pydantic_error(model: str, exc: PydanticValidationError) -> str:
@@ -24,7 +31,10 @@ def describe_pydantic_error(model: str, exc: PydanticValidationError) -> str:
     for err in exc.errors(include_url=False):
         location = ".".join(str(p) for p in err.get("loc", ())) or "<root>"
         given = err.get("input")
-        shown = repr(given)
+        try:
+            shown = repr(given)
+        except RecursionError:  # a deeply nested input: show its outer levels only
+            shown = reprlib.repr(given)
         if len(shown) > 80:
             shown = shown[:77] + "..."
         message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
@@ -40,23 +50,72 @@ def deserialization_error(model: str, exc: PydanticValidationError) -> Deseriali
     return DeserializationError(describe_pydantic_error(model, exc), model=model)
 
 
+def _too_deep(what: str) -> str:
+    return f"{what} nests deeper than {MAX_JSON_DEPTH} levels, offprompt's limit for JSON"
+
+
+def json_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` nests dicts/lists/tuples more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend(
+            (child, depth + 1) for child in children if isinstance(child, (dict, list, tuple))
+        )
+    return False
+
+
+def check_json_depth(
+    value: Any, *, what: str, error: type[OffpromptError] = DeserializationError
+) -> None:
+    """Raise ``error`` naming :data:`MAX_JSON_DEPTH` if ``value`` nests deeper than that."""
+    if json_too_deep(value):
+        raise error(
+            _too_deep(what),
+            what=what,
+            limit=MAX_JSON_DEPTH,
+        )
+
+
 def ensure_json(value: Any, *, field: str) -> Any:
     """Return ``value`` normalised through JSON (tuples become lists) or raise.
 
-    NaN and infinity are refused: they are not JSON and most stores reject them.
+    NaN and infinity are refused: they are not JSON and most stores reject them, and
+    so are values nested deeper than :data:`MAX_JSON_DEPTH`.
     """
     try:
-        return json.loads(json.dumps(value, allow_nan=False, ensure_ascii=False))
+        result = json.loads(json.dumps(value, allow_nan=False, ensure_ascii=False))
+    except RecursionError:
+        result = [value]  # reported as too deep just below
     except (TypeError, ValueError) as exc:
         raise SerializationError(
             f"{field} must be JSON-serialisable, got {type(value).__name__}: {exc}", field=field
         ) from None
+    check_json_depth(result, what=field, error=SerializationError)
+    return result
 
 
 def loads_json(text: str | bytes, *, what: str) -> Any:
-    """``json.loads`` whose failure names what was being read and where it broke."""
+    """``json.loads`` whose failure names what was being read and where it broke.
+
+    Documents nested deeper than :data:`MAX_JSON_DEPTH` are refused.
+    """
     try:
-        return json.loads(text)
+        data = json.loads(text)
+    except RecursionError:
+        raise DeserializationError(
+            _too_deep(what),
+            what=what,
+            limit=MAX_JSON_DEPTH,
+        ) from None
     except json.JSONDecodeError as exc:
         raise DeserializationError(
             f"malformed JSON in {what}: {exc.msg} at line {exc.lineno} column {exc.colno}",
@@ -64,6 +123,8 @@ def loads_json(text: str | bytes, *, what: str) -> Any:
         ) from None
     except (TypeError, UnicodeDecodeError) as exc:
         raise DeserializationError(f"cannot read {what} as JSON: {exc}", what=what) from None
+    check_json_depth(data, what=what)
+    return data
 
 
 def validate_session_id(session_id: Any) -> str:

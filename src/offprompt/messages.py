@@ -12,6 +12,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._tool_call import ToolCall
 from offprompt._validation import (
+    check_json_depth,
     deserialization_error,
     ensure_json,
     loads_json,
@@ -154,6 +155,7 @@ class Message(BaseModel):
             raise DeserializationError(
                 f"a message must be a JSON object, got {type(data).__name__}"
             )
+        check_json_depth(data, what="message")
         try:
             return cls.model_validate(dict(data))
         except PydanticValidationError as exc:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._validation import (
+    check_json_depth,
     deserialization_error,
     ensure_json,
     loads_json,
@@ -121,14 +122,15 @@ class BaseArtifact(BaseModel, ABC):
         """Rebuild an artifact from :meth:`to_dict` output, dispatching on ``type``.
 
         Raises:
-            DeserializationError: ``data`` is not a mapping, lacks ``type``, or a field
-                is invalid.
+            DeserializationError: ``data`` is not a mapping, lacks ``type``, nests deeper
+                than ``MAX_JSON_DEPTH``, or a field is invalid.
             UnknownTypeError: ``type`` names no registered artifact class.
         """
         if not isinstance(data, Mapping):
             raise DeserializationError(
                 f"an artifact must be a JSON object, got {builtins.type(data).__name__}"
             )
+        check_json_depth(data, what="artifact")
         type_name = data.get("type")
         if not isinstance(type_name, str):
             raise DeserializationError(f"artifact has no 'type' field: keys {sorted(data)}")
