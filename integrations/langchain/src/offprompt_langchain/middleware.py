@@ -49,7 +49,9 @@ from langgraph.types import Command
 from offprompt.conversation import ConversationMemory, SummaryConversationMemory, Window
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
+from offprompt.scope import Scope
 from offprompt.stores import ConversationStore, InMemoryStore, SessionVersion
+from offprompt.stores.base import ScopedStore
 from offprompt.summarizers import Summarizer
 from offprompt.task_memory import TaskMemory
 from offprompt.tokens import Tokenizer
@@ -118,6 +120,14 @@ class _Recorder:
     def __init__(self, memory: ConversationMemory) -> None:
         self.memory = memory
         self.store: ConversationStore = memory.store
+        if memory.scope is not None:
+            # A thread is recorded as its own session inside the memory's partition
+            # (tenant, user, agent, run), not in the memory's scoped session.
+            inner = memory.store
+            while isinstance(inner, ScopedStore):
+                inner = inner.inner
+            partition = {k: v for k, v in memory.scope.fields().items() if k != "session"}
+            self.store = ScopedStore(inner, Scope(**partition))
         self._seen: dict[str, tuple[SessionVersion, set[str]]] = {}
         self._memories: dict[str, ConversationMemory] = {memory.session_id: memory}
         self._lock = threading.Lock()
