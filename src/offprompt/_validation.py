@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 import unicodedata
 from typing import Any
@@ -23,6 +24,79 @@ MAX_SESSION_ID_LENGTH = 256
 #: Deeper input is refused with a clear error instead of a ``RecursionError`` from the
 #: parser or from the recursive code that walks it afterwards (artifacts, importers).
 MAX_JSON_DEPTH = 100
+
+
+#: A UTF-16 surrogate code point on its own: what ``"\\ud83d"`` in JSON or
+#: ``bytes.decode("utf-8", "surrogateescape")`` leaves in a ``str``. It is not valid
+#: Unicode, cannot be encoded to UTF-8, and so cannot be stored, searched or counted.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_error(text: str, *, what: str) -> ValidationError | None:
+    """The error to raise if ``text`` holds a lone surrogate, else ``None``.
+
+    offprompt's one rule for such text, at every entry point (messages, artifacts, tool
+    calls, metadata, state, session ids, importers, adapters): refuse it, naming where,
+    rather than store an altered copy or fail later inside a store or tokenizer.
+    """
+    if text.isascii():
+        return None
+    found = _LONE_SURROGATE.search(text)
+    if found is None:
+        return None
+    return ValidationError(
+        f"{what} contains a lone surrogate {found.group()!r} at position {found.start()}, "
+        "which is not valid Unicode; offprompt stores only valid Unicode text (decode bytes with errors='replace' or "
+        "fix the source's \\u escape)",
+        what=what,
+        position=found.start(),
+    )
+
+
+def check_text(text: str, *, what: str) -> str:
+    """``text`` if it is valid Unicode, else raise :func:`lone_surrogate_error`'s error."""
+    error = lone_surrogate_error(text, what=what)
+    if error is not None:
+        raise error
+    return text
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether any string in ``value`` (str, or nested lists/tuples/dicts) holds one."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
+
+
+#: ``Message.meta`` flag on a message an adapter stored with its lone surrogates escaped.
+ESCAPED_SURROGATES_META = "offprompt_escaped_surrogates"
+
+
+def escape_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate written as its ``\\udXXX`` escape (visible text).
+
+    Only for callers that must not refuse (the LangChain middleware inside an agent
+    run); they mark what they escaped. Strings inside lists, tuples and dicts are
+    rewritten; other values are returned as they are.
+    """
+    if isinstance(value, str):
+        if value.isascii() or not _LONE_SURROGATE.search(value):
+            return value
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {escape_lone_surrogates(k): escape_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(escape_lone_surrogates(v) for v in value)
+    return value
 
 
 def describe_pydantic_error(model: str, exc: PydanticValidationError) -> str:
@@ -89,16 +163,22 @@ def ensure_json(value: Any, *, field: str) -> Any:
     """Return ``value`` normalised through JSON (tuples become lists) or raise.
 
     NaN and infinity are refused: they are not JSON and most stores reject them, and
-    so are values nested deeper than :data:`MAX_JSON_DEPTH`.
+    so are values nested deeper than :data:`MAX_JSON_DEPTH` and strings holding a lone
+    surrogate (:class:`ValidationError`, see :func:`lone_surrogate_error`).
     """
     try:
-        result = json.loads(json.dumps(value, allow_nan=False, ensure_ascii=False))
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        result = json.loads(text)
     except RecursionError:
         result = [value]  # reported as too deep just below
     except (TypeError, ValueError) as exc:
         raise SerializationError(
             f"{field} must be JSON-serialisable, got {type(value).__name__}: {exc}", field=field
         ) from None
+    else:
+        error = lone_surrogate_error(text, what=f"{field} (as JSON text)")
+        if error is not None:
+            raise error
     check_json_depth(result, what=field, error=SerializationError)
     return result
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError as PydanticValidationError
 from offprompt._tool_call import ToolCall
 from offprompt._validation import (
     check_json_depth,
+    check_text,
     deserialization_error,
     ensure_json,
     loads_json,
@@ -106,6 +107,11 @@ class Message(BaseModel):
     def _meta_is_json(cls, value: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = ensure_json(value, field="Message.meta")
         return result
+
+    @field_validator("id", "tool_call_id", "name", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        return value if value is None else check_text(value, what="Message field")
 
     @field_validator("created_at", mode="after")
     @classmethod

@@ -321,3 +321,20 @@ def test_stored_messages_are_values_not_the_callers_objects(store: BaseStore) ->
     assert again.message.tool_calls[0].arguments == {"xs": [1, 2]}
     assert again.message.meta == {"m": {"n": 1}}
     assert again.message.id == given.id and again.message.created_at == given.created_at
+
+
+def test_lone_surrogates_are_refused_before_anything_is_stored(store: BaseStore) -> None:
+    """Issue 14 item 3: one rule (refuse with ValidationError) at every store entry."""
+    store.append("s", msgs("keep"), [1])
+    store.set_state("s", "k", {"ok": 1})
+    with pytest.raises(ValidationError, match="lone surrogate"):
+        store.set_state("s", "k", {"bad": "\ud83d"})
+    with pytest.raises(NamespaceError, match="lone surrogate"):
+        store.append("s\udc80", msgs("x"), [1])
+    mutated = Message.user("valid at first")
+    mutated.content[0].value = "then \ud83d"  # type: ignore[union-attr]
+    with pytest.raises(SerializationError, match=r"lone surrogate|surrogates not allowed"):
+        store.append("s", [Message.user("first of the batch"), mutated], [1, 1])
+    assert [r.message.text for r in store.read("s")] == ["keep"]
+    assert store.get_state("s", "k") == {"ok": 1}
+    assert {i.session_id for i in store.sessions()} == {"s"}

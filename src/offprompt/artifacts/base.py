@@ -14,6 +14,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._validation import (
     check_json_depth,
+    check_text,
     deserialization_error,
     ensure_json,
     loads_json,
@@ -80,6 +81,14 @@ class BaseArtifact(BaseModel, ABC):
     def _meta_is_json(cls, value: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = ensure_json(value, field="meta")
         return result
+
+    @model_validator(mode="after")
+    def _valid_unicode(self) -> BaseArtifact:
+        # Every str field, the value included: a lone surrogate cannot be stored.
+        for field_name, field_value in self.__dict__.items():
+            if isinstance(field_value, str):
+                check_text(field_value, what=f"{builtins.type(self).__name__}.{field_name}")
+        return self
 
     @model_validator(mode="after")
     def _name_defaults_to_id(self) -> BaseArtifact:

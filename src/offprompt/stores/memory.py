@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from offprompt._validation import lone_surrogate_error
 from offprompt.artifacts import BaseArtifact
+from offprompt.errors import SerializationError
 from offprompt.messages import Message
 from offprompt.stores.base import (
     BaseStore,
@@ -51,6 +53,10 @@ def _copy_value(value: Any) -> Any:
 
 
 def _copy_artifact(part: BaseArtifact) -> BaseArtifact:
+    if isinstance(part.value, str):  # a value mutated after validation, as the other stores
+        error = lone_surrogate_error(part.value, what=f"{type(part).__name__}.value")
+        if error is not None:
+            raise SerializationError(f"message part cannot be stored: {error}")
     return part.model_copy(
         update={"value": _copy_value(part.value), "meta": copy.deepcopy(part.meta)}
     )
