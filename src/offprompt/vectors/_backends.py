@@ -10,6 +10,7 @@ own filter objects.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -96,6 +97,70 @@ def _edge_decode(value: Any) -> Any:
     return value
 
 
+#: Free space the embedded engine must find on its filesystem, besides each batch.
+#: qdrant-edge writes through memory-mapped, sparsely pre-allocated files (32 MiB WAL
+#: segments, 32 MiB payload pages, 1-4 MiB pages per payload index: about 235 MiB of
+#: apparent size for an empty shard, almost none of it allocated). When a write touches
+#: a page the filesystem cannot allocate, the kernel kills the process with SIGBUS: no
+#: exception, no cleanup. So offprompt refuses to open or to write unless this much is
+#: free, and raises :class:`~offprompt.errors.StorageError` instead.
+EDGE_MIN_FREE_BYTES = 64 * 1024 * 1024
+#: Disk bytes a point may cost per byte of its payload and vectors (WAL copy, payload
+#: storage, payload indexes, vector storage).
+_EDGE_WRITE_FACTOR = 4
+
+
+def free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged write can still allocate on ``directory``'s filesystem."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    stats = os.statvfs(probe)
+    return stats.f_bavail * stats.f_frsize
+
+
+def unbacked_bytes(directory: Path) -> int:
+    """Bytes of the files under ``directory`` that have no disk blocks yet (sparse holes).
+
+    Loading a shard may touch every page of its mapped files (on tmpfs it does: an
+    empty-looking shard of 6 MiB grew by 80 MiB on load), so opening one needs room
+    for all of them.
+    """
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            try:
+                info = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += max(0, info.st_size - info.st_blocks * 512)
+    return total
+
+
+def _point_bytes(point: BackendPoint) -> int:
+    size = 256 + 4 * len(point.dense or ())
+    if point.sparse is not None:
+        size += 8 * len(point.sparse)
+    for key, value in point.payload.items():
+        size += len(key) + (len(value) * 4 if isinstance(value, str) else 64)
+    return size
+
+
+def check_free_space(directory: Path, needed: int, *, doing: str) -> None:
+    """Raise :class:`StorageError` unless ``needed`` bytes plus the engine's margin are free."""
+    free = free_bytes(directory)
+    if free < needed + EDGE_MIN_FREE_BYTES:
+        raise StorageError(
+            f"not enough free disk space to {doing} at {directory}: {free / 2**20:.1f} MiB "
+            f"free, the embedded Qdrant engine needs {(needed + EDGE_MIN_FREE_BYTES) / 2**20:.1f}"
+            " MiB (it writes through memory-mapped files, and a full disk would kill the "
+            "process with SIGBUS); nothing was written",
+            path=str(directory),
+            free=free,
+            needed=needed + EDGE_MIN_FREE_BYTES,
+        )
+
+
 def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
     """The ``qdrant_edge.EdgeConfig`` of an offprompt collection.
 
@@ -137,6 +202,13 @@ class EdgeBackend:
         self.directory = directory
         config = edge_config(dimensions, sparse, ephemeral=path is None)
         try:
+            existing = unbacked_bytes(directory) if directory.is_dir() else 0
+            check_free_space(directory, existing, doing="open the embedded Qdrant shard")
+        except StorageError:
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
+            raise
+        try:
             if directory.is_dir() and any(directory.iterdir()):
                 self.shard = qe.EdgeShard.load(str(directory), config)
             else:
@@ -167,6 +239,7 @@ class EdgeBackend:
             }[kind]
         existing = self.shard.info().payload_schema
         if key not in existing:
+            check_free_space(self.directory, 0, doing=f"index payload field {key!r}")
             self.shard.update(qe.UpdateOperation.create_field_index(key, schema))
         self._indexed.add(key)
 
@@ -200,6 +273,8 @@ class EdgeBackend:
             if p.sparse is not None and len(p.sparse):
                 vector[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
             batch.append(qe.Point(p.id, vector, _edge_encode(p.payload)))
+        needed = _EDGE_WRITE_FACTOR * sum(_point_bytes(p) for p in points)
+        check_free_space(self.directory, needed, doing=f"store {len(points)} points")
         self.shard.update(qe.UpdateOperation.upsert_points(batch))
 
     def query(
@@ -258,12 +333,16 @@ class EdgeBackend:
         return [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
 
     def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        needed = _EDGE_WRITE_FACTOR * len(ids) * _point_bytes(BackendPoint("", None, None, payload))
+        check_free_space(self.directory, needed, doing="update payloads")
         self.shard.update(self.qe.UpdateOperation.set_payload(list(ids), _edge_encode(payload)))
 
     def delete_ids(self, ids: Sequence[str]) -> None:
+        check_free_space(self.directory, 0, doing="delete points")  # deletes write the WAL
         self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
 
     def delete_filter(self, cond: Cond) -> None:
+        check_free_space(self.directory, 0, doing="delete points")
         self.shard.update(self.qe.UpdateOperation.delete_points_by_filter(self._filter(cond)))
 
     def count(self, cond: Cond) -> int:
