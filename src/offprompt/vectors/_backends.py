@@ -179,6 +179,20 @@ def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
     )
 
 
+_PURGE_NEW = ".purge-new"
+_PURGE_OLD = ".purge-old"
+
+
+def _finish_interrupted_purge(directory: Path) -> None:
+    """Complete or undo a :meth:`EdgeBackend.purge` that a crash interrupted."""
+    fresh = directory.with_name(directory.name + _PURGE_NEW)
+    retired = directory.with_name(directory.name + _PURGE_OLD)
+    if not directory.exists() and fresh.is_dir():
+        fresh.rename(directory)  # crashed between the two renames: the new shard is whole
+    shutil.rmtree(fresh, ignore_errors=True)  # an unfinished copy
+    shutil.rmtree(retired, ignore_errors=True)
+
+
 class EdgeBackend:
     """The Qdrant engine embedded through ``qdrant_edge.EdgeShard`` (one shard = one collection).
 
@@ -201,6 +215,8 @@ class EdgeBackend:
             directory = Path(path) / collection
         self.directory = directory
         config = edge_config(dimensions, sparse, ephemeral=path is None)
+        self._config = config
+        _finish_interrupted_purge(directory)
         try:
             existing = unbacked_bytes(directory) if directory.is_dir() else 0
             check_free_space(directory, existing, doing="open the embedded Qdrant shard")
@@ -221,6 +237,7 @@ class EdgeBackend:
                 collection=collection,
             ) from None
         self._indexed: set[str] = set()
+        self._index_schemas: dict[str, Any] = {}
         self._closed = False
 
     def ensure_index(self, key: str, kind: IndexKind, *, tenant: bool = False) -> None:
@@ -242,6 +259,53 @@ class EdgeBackend:
             check_free_space(self.directory, 0, doing=f"index payload field {key!r}")
             self.shard.update(qe.UpdateOperation.create_field_index(key, schema))
         self._indexed.add(key)
+        self._index_schemas[key] = schema
+
+    def purge(self) -> list[str]:
+        """Rewrite the shard from its live points; return the layers that keep old bytes.
+
+        Deleting points in the engine only marks them: their payloads stay in the
+        segment's ``payload_storage`` pages and in the ``wal/`` segment until those are
+        rewritten, and the engine offers no call that rewrites them on demand
+        (``optimize()`` vacuums only past its ``deleted_threshold``, the WAL keeps its
+        open segment). So the shard is rebuilt: every live point (vectors and payload)
+        is copied into a new shard next to it, the payload indexes this process knows
+        are recreated, and the new directory replaces the old one, which is deleted.
+        A crash midway leaves the old shard or the complete new one (see
+        :func:`_finish_interrupted_purge`). Payload indexes made by another process and
+        not declared here are not recreated (queries still work, unindexed).
+        """
+        qe = self.qe
+        self.shard.flush()
+        fresh = self.directory.with_name(self.directory.name + _PURGE_NEW)
+        shutil.rmtree(fresh, ignore_errors=True)
+        check_free_space(self.directory, 0, doing="rebuild the shard to purge deleted data")
+        rebuilt = qe.EdgeShard.create(str(fresh), self._config)
+        try:
+            for key, schema in self._index_schemas.items():
+                rebuilt.update(qe.UpdateOperation.create_field_index(key, schema))
+            offset = None
+            while True:
+                records, offset = self.shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=512, with_payload=True, with_vector=True)
+                )
+                if records:
+                    batch = [qe.Point(r.id, dict(r.vector or {}), r.payload) for r in records]
+                    check_free_space(fresh, 4096 * len(batch), doing="rebuild the shard")
+                    rebuilt.update(qe.UpdateOperation.upsert_points(batch))
+                if offset is None:
+                    break
+            rebuilt.flush()
+        finally:
+            rebuilt.close()
+        self.shard.close()
+        retired = self.directory.with_name(self.directory.name + _PURGE_OLD)
+        shutil.rmtree(retired, ignore_errors=True)
+        self.directory.rename(retired)
+        fresh.rename(self.directory)
+        shutil.rmtree(retired, ignore_errors=True)
+        self.shard = qe.EdgeShard.load(str(self.directory), self._config)
+        return []
 
     def _filter(self, cond: Cond) -> Any:
         qe = self.qe
@@ -381,6 +445,13 @@ class ClientBackend:
     """
 
     name = "client"
+
+    def purge(self) -> list[str]:
+        """qdrant-client (local mode or a server) offers no purge: say which layer keeps data."""
+        return [
+            f"qdrant-client collection {self.collection!r}: deleted points stay in the "
+            "engine's files until its own optimizer rewrites them"
+        ]
 
     def __init__(
         self,
