@@ -290,7 +290,7 @@ class EdgeBackend:
                     qe.ScrollRequest(offset=offset, limit=512, with_payload=True, with_vector=True)
                 )
                 if records:
-                    batch = [qe.Point(r.id, dict(r.vector or {}), r.payload) for r in records]
+                    batch = [qe.Point(r.id, r.vector or {}, r.payload) for r in records]
                     check_free_space(fresh, 4096 * len(batch), doing="rebuild the shard")
                     rebuilt.update(qe.UpdateOperation.upsert_points(batch))
                 if offset is None:
