@@ -9,7 +9,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from offprompt._validation import loads_json, validation_error
+from offprompt._validation import (
+    MAX_JSON_DEPTH,
+    check_text,
+    json_too_deep,
+    loads_json,
+    validation_error,
+)
 from offprompt.errors import ValidationError
 
 
@@ -49,10 +55,22 @@ class ToolCall(BaseModel):
             raise ValidationError(
                 f"tool-call arguments must be a JSON object, got {type(value).__name__}: {value!r}"
             )
+        if json_too_deep(value):
+            raise ValidationError(
+                f"tool-call arguments nest deeper than {MAX_JSON_DEPTH} levels, "
+                "offprompt's limit for JSON"
+            )
         try:
-            return json.loads(json.dumps(value, allow_nan=False, ensure_ascii=False))
+            text = json.dumps(value, allow_nan=False, ensure_ascii=False)
         except (TypeError, ValueError) as exc:
             raise ValidationError(f"tool-call arguments must be JSON: {exc}") from None
+        check_text(text, what="tool-call arguments (as JSON text)")
+        return json.loads(text)
+
+    @field_validator("id", "name", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: str) -> str:
+        return check_text(value, what="ToolCall field")
 
     def dict(self) -> builtins.dict[str, Any]:  # type: ignore[override]
         """The OpenAI function-call shape (arguments as a JSON string)."""

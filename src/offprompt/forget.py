@@ -7,7 +7,9 @@ deletes by a filter the store evaluates itself, so a re-run after a crash finds 
 part already done empty ("already gone") and finishes the rest: ``forget`` is
 idempotent. SQLite stores run with ``secure_delete`` and are checkpointed
 (``wal_checkpoint(TRUNCATE)``), so deleted bytes stay neither in free pages nor in the
-WAL.
+WAL; a reader holding the WAL makes that participant fail instead of report clean.
+Task memories' embedded vector engine keeps deleted payloads in its files until it is
+rebuilt: ``purge=True`` does that, and the report's ``residue`` says where bytes remain.
 """
 
 from __future__ import annotations
@@ -42,11 +44,15 @@ class StoreForgetResult:
         name: Which participant (its ``repr``).
         deleted: Counts by kind (``messages``, ``state``, ``blobs``, ``points``, ``items``).
         error: The error that stopped it, if any (re-run ``forget`` to finish).
+        residue: Layers of this participant whose files may still hold deleted bytes
+            (a task memory's vector engine without ``purge=True``, or one that cannot
+            be purged). Empty when the deleted data is gone from its files too.
     """
 
     name: str
     deleted: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    residue: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -78,6 +84,11 @@ class ForgetReport:
     def complete(self) -> bool:
         return all(r.error is None for r in self.results)
 
+    @property
+    def purged(self) -> bool:
+        """``True`` when no participant reports deleted bytes left in its files."""
+        return self.complete and not any(r.residue for r in self.results)
+
     def lines(self) -> list[str]:
         """One human line per participant."""
         out = []
@@ -89,6 +100,8 @@ class ForgetReport:
             else:
                 counts = ", ".join(f"{v} {k}" for k, v in r.deleted.items() if v)
                 out.append(f"{r.name}: deleted {counts}")
+            if r.residue:
+                out.append(f"{r.name}: deleted bytes may remain in: {'; '.join(r.residue)}")
         return out
 
 
@@ -100,6 +113,7 @@ def forget(
     blob_stores: Sequence[Any] = (),
     participants: Iterable[Forgettable] = (),
     all: bool = False,
+    purge: bool = False,
 ) -> ForgetReport:
     """Delete everything stored for ``scope`` in every store given; report per store.
 
@@ -111,6 +125,10 @@ def forget(
         blob_stores: Extra blob stores (``FileBlobStore`` ...).
         participants: Anything :class:`Forgettable` (long-term memory).
         all: Required to forget with an empty scope (everything in every store).
+        purge: Also rewrite each task memory's vector engine so the deleted chunks
+            leave its files (WAL and payload storage): a copy of the whole collection,
+            so off by default. Without it (or where the engine cannot be purged) the
+            result's ``residue`` names the layer that may keep deleted bytes.
 
     Returns:
         The per-participant report.
@@ -138,7 +156,20 @@ def forget(
     report = ForgetReport(selected)
     steps: list[tuple[str, Any]] = []
     steps += [(repr(s), lambda s=s: _store(s, selected, all)) for s in stores]
-    steps += [(repr(m), lambda m=m: m.forget_scope(selected, all=all)) for m in memories]
+    residues: dict[str, list[str]] = {}
+
+    def _memory(memory: Any) -> dict[str, int]:
+        counts = dict(memory.forget_scope(selected, all=all))
+        store = getattr(memory, "vector_store", None)
+        if purge and store is not None:
+            residues[repr(memory)] = list(store.purge())
+        elif store is not None:
+            residues[repr(memory)] = [
+                "the vector engine's WAL and payload storage (pass purge=True to rewrite them)"
+            ]
+        return counts
+
+    steps += [(repr(m), lambda m=m: _memory(m)) for m in memories]
     steps += [
         (repr(b), lambda b=b: {"blobs": int(b.forget_scope(selected, all=all))})
         for b in blob_stores
@@ -150,6 +181,7 @@ def forget(
             result.deleted = dict(run())
         except Exception as exc:
             result.error = f"{type(exc).__name__}: {exc}"
+        result.residue = residues.pop(name, [])
         report.results.append(result)
     if not report.complete:
         failed = [r.name for r in report.results if r.error is not None]
@@ -179,6 +211,7 @@ async def aforget(
     blob_stores: Sequence[Any] = (),
     participants: Iterable[Forgettable] = (),
     all: bool = False,
+    purge: bool = False,
 ) -> ForgetReport:
     """Async twin of :func:`forget` (runs in a worker thread)."""
     import asyncio
@@ -191,4 +224,5 @@ async def aforget(
         blob_stores=blob_stores,
         participants=list(participants),
         all=all,
+        purge=purge,
     )

@@ -12,6 +12,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._tool_call import ToolCall
 from offprompt._validation import (
+    check_json_depth,
+    check_text,
     deserialization_error,
     ensure_json,
     loads_json,
@@ -106,6 +108,11 @@ class Message(BaseModel):
         result: dict[str, Any] = ensure_json(value, field="Message.meta")
         return result
 
+    @field_validator("id", "tool_call_id", "name", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        return value if value is None else check_text(value, what="Message field")
+
     @field_validator("created_at", mode="after")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
@@ -154,6 +161,7 @@ class Message(BaseModel):
             raise DeserializationError(
                 f"a message must be a JSON object, got {type(data).__name__}"
             )
+        check_json_depth(data, what="message")
         try:
             return cls.model_validate(dict(data))
         except PydanticValidationError as exc:

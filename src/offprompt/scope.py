@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from offprompt._validation import validate_session_id
 from offprompt.errors import NamespaceError
 from offprompt.names import validate_namespace
 
@@ -36,8 +37,11 @@ PARTITION_FIELDS = ("tenant", "user", "agent", "run")
 class Scope(BaseModel):
     """Tenant, user, agent, session and run of stored data; any may be ``None``.
 
-    Values are validated like session ids and namespace names: non-empty strings of at
-    most 200 characters, without control characters, path separators or ``..``.
+    Tenant, user, agent and run are validated like namespace names: non-empty strings of
+    at most 200 characters, without control characters, path separators or ``..``. The
+    session follows the session-id rule of every store
+    (:func:`~offprompt.stores.validate_session_id`: up to 256 characters, no control
+    characters or lone surrogates; ``/`` and ``..`` are allowed).
 
     Attributes:
         tenant: The customer or organisation.
@@ -64,13 +68,25 @@ class Scope(BaseModel):
     session: str | None = None
     run: str | None = None
 
-    @field_validator("tenant", "user", "agent", "session", "run", mode="before")
+    @field_validator("tenant", "user", "agent", "run", mode="before")
     @classmethod
     def _valid(cls, value: Any) -> Any:
         if value is None:
             return None
         try:
             return validate_namespace(value, what="scope value")
+        except NamespaceError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("session", mode="before")
+    @classmethod
+    def _valid_session(cls, value: Any) -> Any:
+        # The session follows the session-id rule, the one every store applies at write,
+        # so a scope rebuilt from stored data (``sessions()``) is always valid.
+        if value is None:
+            return None
+        try:
+            return validate_session_id(value)
         except NamespaceError as exc:
             raise ValueError(str(exc)) from None
 
@@ -108,9 +124,9 @@ class Scope(BaseModel):
                 f"scope.session {self.session!r} differs from session_id {session_id!r}",
                 session_id=session_id,
             )
-        return (
-            self if self.session == session_id else self.model_copy(update={"session": session_id})
-        )
+        if self.session == session_id:
+            return self
+        return Scope(**{**self.fields(), "session": session_id})  # validated, not copied
 
     @classmethod
     def from_partition(

@@ -77,3 +77,11 @@ def test_usage_errors_exit_2(cli) -> None:
         done = cli(*args)
         assert done.returncode == 2
         assert expected in one_error_line(done)
+
+
+def test_import_of_dev_zero_exits_2_at_once(cli, home: Path) -> None:
+    """Issue 14 item 7: a device is refused, not read forever."""
+    done = cli("import", "--format", "offprompt", "/dev/zero", timeout=60)
+    assert done.returncode == 2
+    assert "not a regular file" in one_error_line(done)
+    assert not (home / "memory.db").exists()

@@ -338,3 +338,31 @@ def test_demo_not_installed_says_what_to_install(monkeypatch, home: Path, capsys
     line = error_line(capsys)
     assert "offprompt demo is not installed: pip install offprompt-demo" in line
     assert not home.exists()
+
+
+def test_inputs_that_are_not_regular_files_or_too_big_exit_2(
+    home: Path, tmp_path: Path, capsys
+) -> None:
+    """Issue 14 item 7: devices, FIFOs and directories are refused; so is a file over the
+    size limit, which --max-input-mb raises."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = str(tmp_path / "o.json")
+    for path, expected in [
+        ("/dev/zero", "not a regular file"),
+        (str(fifo), "not a regular file"),
+        (str(tmp_path), "is a directory"),
+    ]:
+        assert run(home, "import", "--format", "offprompt", path) == EXIT_USAGE
+        assert expected in error_line(capsys)
+        assert run(home, "migrate", "--from", "langchain", "--to", "offprompt", path, out) == 2
+        assert expected in error_line(capsys)
+    big = tmp_path / "big.jsonl"
+    line = json.dumps(Message.user("x" * 1000).to_dict()) + "\n"
+    big.write_text(line * 1500, encoding="utf-8")  # about 1.6 MiB
+    assert run(home, "import", "--format", "offprompt", "--max-input-mb", "1", str(big)) == 2
+    assert "over the 1 MiB limit (raise it with --max-input-mb)" in error_line(capsys)
+    assert not (home / "memory.db").exists()
+    assert run(home, "import", "--format", "offprompt", "--max-input-mb", "2", str(big)) == EXIT_OK
+    with SQLiteStore(home / "memory.db") as store:
+        assert store.count("big") == 1500

@@ -190,3 +190,94 @@ def test_cli_forget_prompts_and_deletes(
     raw = raw_sqlite_bytes(store).decode("latin-1")
     assert "BOB-MARKER-7f3a" not in raw and "ALICE-MARKER-9c1d" in raw
     store.close()
+
+
+def test_forget_with_a_held_reader_does_not_report_a_clean_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 2: a reader's open transaction keeps the WAL; forget must say so."""
+    import sqlite3
+
+    import offprompt.stores.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_WAIT", 0.3)
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    store.checkpoint()
+    store.append("chat", [Message.user("I am BOB-MARKER-5e1b")], [5], scope=BOB)
+
+    def raw() -> bytes:
+        wal = path.with_name(path.name + "-wal")
+        return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM offprompt_messages").fetchone() == (1,)
+        with pytest.raises(ForgetError) as caught:
+            forget(Scope(user="bob"), stores=[store])
+        (result,) = caught.value.report.results
+        assert result.error is not None and "read transaction" in result.error
+        assert "deleted 1 messages" in result.error
+        assert b"BOB-MARKER-5e1b" in raw()  # it was right not to claim a clean WAL
+        assert store.read("chat", scope=BOB) == []  # the rows themselves are gone
+    finally:
+        reader.close()
+    report = forget(Scope(user="bob"), stores=[store])  # the reader left: re-run finishes
+    assert report.complete and report.results[0].already_gone
+    assert b"BOB-MARKER-5e1b" not in raw()
+    assert path.with_name(path.name + "-wal").stat().st_size == 0
+    store.close()
+
+
+def _raw_hits(root: Path, marker: bytes) -> list[str]:
+    """Every file under ``root`` whose raw bytes contain ``marker``."""
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and marker in p.read_bytes()
+    )
+
+
+def test_forget_with_purge_leaves_no_trace_in_the_vector_engine_files(tmp_path: Path) -> None:
+    """Issue 14 item 9: after forget(purge=True) the deleted chunks are in no file of the
+    embedded engine (WAL, payload storage), also after close; the rest stays searchable."""
+    bob_marker, alice_marker = b"BOB-CHUNK-3c9e", b"ALICE-CHUNK-8d2f"
+    root = tmp_path / "tm"
+    memory = TaskMemory(path=root, scope=BOB)
+    memory.store_artifact("bob-notes", TextArtifact(value="note BOB-CHUNK-3c9e " * 400))
+    alice = TaskMemory(path=tmp_path / "tm-alice", scope=ALICE)  # another memory, untouched
+    alice.store_artifact("alice-notes", TextArtifact(value="note ALICE-CHUNK-8d2f " * 400))
+    memory.vector_store.flush()
+    assert _raw_hits(root, bob_marker)  # the scan sees the data (WAL and payload pages)
+
+    unpurged = forget(Scope(user="bob"), task_memory=memory)
+    assert unpurged.complete and not unpurged.purged
+    assert "purge=True" in unpurged.results[0].residue[0]
+    assert _raw_hits(root, bob_marker)  # what the README used to admit: bytes remain
+
+    report = forget(Scope(user="bob"), task_memory=memory, purge=True)
+    assert report.purged and report.results[0].residue == []
+    assert _raw_hits(root, bob_marker) == []
+    memory.close()
+    assert _raw_hits(root, bob_marker) == []
+    with TaskMemory(path=root, scope=BOB) as reopened:
+        assert reopened.namespaces() == []
+    assert _raw_hits(tmp_path / "tm-alice", alice_marker)
+    assert alice.namespaces() == ["alice-notes"]
+    alice.close()
+
+
+def test_purge_keeps_the_other_subjects_searchable(tmp_path: Path) -> None:
+    root = tmp_path / "tm"
+    bob = TaskMemory(path=root, scope=BOB)
+    bob.store_artifact("bob-notes", TextArtifact(value="bob likes BOB-CHUNK-11 " * 300))
+    bob.vector_store.flush()
+    forget(Scope(user="nobody"), task_memory=bob, purge=True)  # nothing to delete, rebuilt
+    assert bob.namespaces() == ["bob-notes"]
+    assert bob.vector_store.count("bob-notes") > 0
+    hits = bob.vector_store.search("bob-notes", "bob likes", top_n=3)
+    assert hits and "BOB-CHUNK-11" in hits[0].text
+    bob.close()
+    with TaskMemory(path=root, scope=BOB) as again:  # the rebuilt shard loads after restart
+        assert again.namespaces() == ["bob-notes"]

@@ -174,11 +174,51 @@ def test_invalid_session_ids_are_refused(store: BaseStore, bad: object) -> None:
     assert store.sessions() == []
 
 
+ODD_SCOPED_IDS = ["a/b", "..", "../../etc", "x\\y", "s" * 250, "  ", "thread:7/../x"]
+
+
+def test_odd_scoped_session_ids_keep_listings_and_pruning_working(store: BaseStore) -> None:
+    """Issue 14 item 4: what a scoped append accepted, sessions() and prune() can list."""
+    from offprompt.retention import RetentionPolicy, prune
+    from offprompt.scope import Scope
+
+    acme = Scope(tenant="acme", user="bob")
+    store.append("plain", msgs("p"), [1], scope=acme)
+    for sid in ODD_SCOPED_IDS:
+        store.append(sid, msgs("q", "r"), [1, 1], scope=acme)
+        store.set_state(sid, "k", sid, scope=acme)
+    listed = {i.session_id: i for i in store.sessions()}
+    assert set(listed) == {"plain", *ODD_SCOPED_IDS}
+    for sid in ODD_SCOPED_IDS:
+        assert listed[sid].scope == acme.with_session(sid)
+        assert listed[sid].message_count == 2
+    assert {i.session_id for i in store.sessions(scope=Scope(tenant="acme"))} == set(listed)
+    store.append("a/b", msgs("q2", "r2"), [1, 1], scope=acme)  # a second run
+    report = prune(store, RetentionPolicy(max_count=1))
+    assert report.messages == 2  # only a/b held more than one run
+    assert [r.message.text for r in store.read("a/b", scope=acme)] == ["q2", "r2"]
+
+
+def test_scope_session_follows_the_session_id_rule() -> None:
+    from offprompt.scope import Scope
+
+    assert Scope(tenant="t").with_session("a/../b").session == "a/../b"
+    for bad in ["", "x" * 257, "new\nline", "lone \ud83d surrogate"]:
+        with pytest.raises(NamespaceError):
+            Scope(session=bad)
+        with pytest.raises(NamespaceError):
+            Scope(tenant="t").with_session(bad)
+    with pytest.raises(NamespaceError):
+        Scope(tenant="a/b")  # partition fields keep the namespace rule
+
+
 def test_validate_session_id_message_names_the_problem() -> None:
     with pytest.raises(NamespaceError, match="256"):
         validate_session_id("x" * 10_000)
     with pytest.raises(NamespaceError, match="control character"):
         validate_session_id("a\x00b")
+    with pytest.raises(NamespaceError, match="lone surrogate"):
+        validate_session_id("a\udc80b")
     assert validate_session_id("ok") == "ok"
 
 
@@ -256,3 +296,45 @@ async def test_async_twins(store: BaseStore) -> None:
     assert await store.adelete_before("s", 1) == 1
     assert await store.adelete_range("s", 0, 10) == 1
     assert await store.adelete_session("s") == 0
+
+
+def test_stored_messages_are_values_not_the_callers_objects(store: BaseStore) -> None:
+    """Issue 14 item 8: mutating what was appended or read never rewrites history."""
+    given = Message.assistant(
+        [TextArtifact(value="original", meta={"k": [1]})],
+        tool_calls=[ToolCall(id="c1", name="f", arguments={"xs": [1, 2]})],
+        meta={"m": {"n": 1}},
+    )
+    store.append("s", [given], [7])
+    given.content[0].value = "rewritten by the caller"  # type: ignore[union-attr]
+    given.content[0].meta["k"].append(2)
+    given.tool_calls[0].arguments["xs"].append(3)
+    given.meta["m"]["n"] = 2
+    given.content.append(TextArtifact(value="extra"))
+    (first,) = store.read("s")
+    first.message.content[0].value = "rewritten by a reader"  # type: ignore[union-attr]
+    first.message.meta["m"]["n"] = 3
+    first.message.tool_calls.clear()
+    (again,) = store.read("s")
+    assert again.message.text == "original" and again.tokens == 7
+    assert again.message.content[0].meta == {"k": [1]}
+    assert again.message.tool_calls[0].arguments == {"xs": [1, 2]}
+    assert again.message.meta == {"m": {"n": 1}}
+    assert again.message.id == given.id and again.message.created_at == given.created_at
+
+
+def test_lone_surrogates_are_refused_before_anything_is_stored(store: BaseStore) -> None:
+    """Issue 14 item 3: one rule (refuse with ValidationError) at every store entry."""
+    store.append("s", msgs("keep"), [1])
+    store.set_state("s", "k", {"ok": 1})
+    with pytest.raises(ValidationError, match="lone surrogate"):
+        store.set_state("s", "k", {"bad": "\ud83d"})
+    with pytest.raises(NamespaceError, match="lone surrogate"):
+        store.append("s\udc80", msgs("x"), [1])
+    mutated = Message.user("valid at first")
+    mutated.content[0].value = "then \ud83d"  # type: ignore[union-attr]
+    with pytest.raises(SerializationError, match=r"lone surrogate|surrogates not allowed"):
+        store.append("s", [Message.user("first of the batch"), mutated], [1, 1])
+    assert [r.message.text for r in store.read("s")] == ["keep"]
+    assert store.get_state("s", "k") == {"ok": 1}
+    assert {i.session_id for i in store.sessions()} == {"s"}

@@ -251,3 +251,117 @@ def test_forked_child_uses_its_own_connection(tmp_path: Path) -> None:
 
 def _child_append(store: SQLiteStore) -> None:
     store.append("s", [Message.user("child")], [1])
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from offprompt.messages import Message
+    from offprompt.stores import SQLiteStore
+
+    path = sys.argv[1]
+    first, second = SQLiteStore(path), SQLiteStore(path)
+    first.append("holder", [Message.user("first")], [1])
+    second.append("holder", [Message.user("second")], [1])
+    print("ready", flush=True)
+    sys.stdin.readline()
+    third = SQLiteStore(path)  # opened while the other two hold live connections
+    first.read("holder"), second.read("holder")
+    print("opened", flush=True)
+    sys.stdin.readline()
+    for store in (first, second, third):
+        store.append("holder", [Message.user("late")], [1])
+    print("appended", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+COUNTING_WRITER = textwrap.dedent(
+    """
+    import sys
+    from offprompt.messages import Message
+    from offprompt.stores import SQLiteStore
+
+    path, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    store = SQLiteStore(path)
+    for i in range(n):
+        store.append("shared", [Message.user(f"{name}-{i}")], [1])
+        print(i, flush=True)  # acknowledged: append returned
+    store.close()
+    """
+)
+
+
+def _counting_writer(path: Path, name: str, n: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", COUNTING_WRITER, str(path), name, str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _acknowledged(proc: subprocess.Popen[str], already: int = 0) -> int:
+    """Appends the writer acknowledged: ``already`` lines read before, plus the rest."""
+    assert proc.stdout is not None
+    out = proc.stdout.read()  # the file object, so lines it buffered are not lost
+    assert proc.wait(timeout=120) == 0, out
+    return already + len(out.split())
+
+
+def test_opening_another_store_in_a_process_holding_one_keeps_the_file_intact(
+    tmp_path: Path,
+) -> None:
+    """Issue 14 item 0: opening a store must not drop the POSIX locks of live ones."""
+    path = tmp_path / "m.db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+
+    def step(expected: str) -> None:
+        line = holder.stdout.readline().strip()  # type: ignore[union-attr]
+        assert line == expected, holder.stderr.read() if holder.stderr else line
+
+    try:
+        step("ready")
+        writers = [_counting_writer(path, f"w{n}", 500) for n in range(4)]
+        assert writers[0].stdout is not None
+        for _ in range(50):  # the first writer is well under way
+            writers[0].stdout.readline()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        step("opened")
+        acked = {f"w{n}": _acknowledged(w, 50 if n == 0 else 0) for n, w in enumerate(writers)}
+        acked["later"] = _acknowledged(_counting_writer(path, "later", 200))
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        step("appended")
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    with SQLiteStore(path) as store:
+        texts = {r.message.text for r in store.read("shared")}
+        expected = {f"{name}-{i}" for name, n in acked.items() for i in range(n)}
+        assert acked == {"w0": 500, "w1": 500, "w2": 500, "w3": 500, "later": 200}
+        assert texts == expected and store.count("shared") == 2200
+        assert [r.message.text for r in store.read("holder")] == [
+            "first",
+            "second",
+            "late",
+            "late",
+            "late",
+        ]

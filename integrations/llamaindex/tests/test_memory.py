@@ -453,3 +453,24 @@ def test_public_names_are_exported() -> None:
     ):
         assert name in offprompt_llamaindex.__all__
         assert getattr(offprompt_llamaindex, name).__module__.startswith("offprompt_llamaindex.")
+
+
+def test_lone_surrogates_are_stored_escaped_and_flagged_not_refused(db: Path) -> None:
+    """Issue 14 item 3: the memory inside an agent run must not crash on invalid Unicode
+    that LlamaIndex's own memory takes; it stores it visibly escaped and flagged."""
+    from offprompt._validation import ESCAPED_SURROGATES_META
+
+    memory = OffpromptMemory.from_defaults(session_id="s", path=db)
+    broken = b"sensor \xff reading".decode("utf-8", "surrogateescape")
+    memory.put(user(broken))
+    memory.put_messages([assistant("fine"), user("what is \ud83d?")])
+    assert [m.content for m in memory.get_all()] == [
+        "sensor \\udcff reading",
+        "fine",
+        "what is \\ud83d?",
+    ]
+    stored = [r.message for r in memory.store.read("s")]
+    assert [ESCAPED_SURROGATES_META in m.meta for m in stored] == [True, False, True]
+    with pytest.raises(ValidationError):  # other bad input is still refused
+        memory.put_messages([user("\ud83d"), "not a message"])  # type: ignore[list-item]
+    assert len(memory.get_all()) == 3

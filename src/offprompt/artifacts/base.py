@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic import ValidationError as PydanticValidationError
 
 from offprompt._validation import (
+    check_json_depth,
+    check_text,
     deserialization_error,
     ensure_json,
     loads_json,
@@ -81,6 +83,14 @@ class BaseArtifact(BaseModel, ABC):
         return result
 
     @model_validator(mode="after")
+    def _valid_unicode(self) -> BaseArtifact:
+        # Every str field, the value included: a lone surrogate cannot be stored.
+        for field_name, field_value in self.__dict__.items():
+            if isinstance(field_value, str):
+                check_text(field_value, what=f"{builtins.type(self).__name__}.{field_name}")
+        return self
+
+    @model_validator(mode="after")
     def _name_defaults_to_id(self) -> BaseArtifact:
         if not self.name:
             self.name = self.id
@@ -121,14 +131,15 @@ class BaseArtifact(BaseModel, ABC):
         """Rebuild an artifact from :meth:`to_dict` output, dispatching on ``type``.
 
         Raises:
-            DeserializationError: ``data`` is not a mapping, lacks ``type``, or a field
-                is invalid.
+            DeserializationError: ``data`` is not a mapping, lacks ``type``, nests deeper
+                than ``MAX_JSON_DEPTH``, or a field is invalid.
             UnknownTypeError: ``type`` names no registered artifact class.
         """
         if not isinstance(data, Mapping):
             raise DeserializationError(
                 f"an artifact must be a JSON object, got {builtins.type(data).__name__}"
             )
+        check_json_depth(data, what="artifact")
         type_name = data.get("type")
         if not isinstance(type_name, str):
             raise DeserializationError(f"artifact has no 'type' field: keys {sorted(data)}")

@@ -5,10 +5,14 @@ from __future__ import annotations
 import builtins
 from typing import Any, Literal
 
-from pydantic import SerializeAsAny, field_validator
+from pydantic import PrivateAttr, SerializeAsAny, field_validator, model_validator
 
+from offprompt._validation import MAX_JSON_DEPTH
 from offprompt.artifacts.base import BaseArtifact
 from offprompt.errors import ValidationError
+
+#: Lists of lists may nest this deep: each level is two levels of JSON (object, array).
+MAX_LIST_NESTING = MAX_JSON_DEPTH // 2
 
 
 class ListArtifact(BaseArtifact):
@@ -21,6 +25,18 @@ class ListArtifact(BaseArtifact):
     type: Literal["ListArtifact"] = "ListArtifact"
     value: list[SerializeAsAny[BaseArtifact]] = []
     item_separator: str = "\n\n"
+    _nesting: int = PrivateAttr(default=1)
+
+    @model_validator(mode="after")
+    def _bounded_nesting(self) -> ListArtifact:
+        # Every method here (to_text, to_dict, len) recurses through nested lists.
+        inner = [item._nesting for item in self.value if isinstance(item, ListArtifact)]
+        self._nesting = 1 + max(inner, default=0)
+        if self._nesting > MAX_LIST_NESTING:
+            raise ValidationError(
+                f"ListArtifacts nest {self._nesting} deep; the limit is {MAX_LIST_NESTING}"
+            )
+        return self
 
     @field_validator("value", mode="before")
     @classmethod

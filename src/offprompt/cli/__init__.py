@@ -32,7 +32,14 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from offprompt.cli._common import CLIError, Context, UsageError, default_home, one_line
+from offprompt.cli._common import (
+    DEFAULT_MAX_INPUT_MB,
+    CLIError,
+    Context,
+    UsageError,
+    default_home,
+    one_line,
+)
 from offprompt.errors import OffpromptError
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "CLIError", "build_parser", "main"]
@@ -149,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the one session of the file to import",
     )
     p.add_argument("--append", action="store_true", help="add to a session that has messages")
+    p.add_argument(
+        "--max-input-mb",
+        type=_positive,
+        default=DEFAULT_MAX_INPUT_MB,
+        metavar="N",
+        help=f"refuse input files over N MiB (default {DEFAULT_MAX_INPUT_MB})",
+    )
     p.set_defaults(run=cmd_convert.run_import)
 
     p = commands.add_parser("migrate", parents=[common], help="convert a file between formats")
@@ -169,6 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--session",
         metavar="S",
         help="from a several-session file: the session to convert; to one: its key",
+    )
+    p.add_argument(
+        "--max-input-mb",
+        type=_positive,
+        default=DEFAULT_MAX_INPUT_MB,
+        metavar="N",
+        help=f"refuse input files over N MiB (default {DEFAULT_MAX_INPUT_MB})",
     )
     p.set_defaults(run=cmd_convert.run_migrate)
 

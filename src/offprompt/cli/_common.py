@@ -80,16 +80,51 @@ def default_home() -> Path:
     return Path(home) if home else Path.cwd() / ".offprompt"
 
 
-def read_input(path: Path) -> str:
-    """The text of an input file, or a one-line error naming what is wrong with it."""
+#: Largest input file ``import`` and ``migrate`` read, in MiB (``--max-input-mb``).
+DEFAULT_MAX_INPUT_MB = 256
+
+
+def read_input(path: Path, *, max_mb: int = DEFAULT_MAX_INPUT_MB) -> str:
+    """The text of an input file, or a one-line error naming what is wrong with it.
+
+    Only regular files are read (a device such as ``/dev/zero``, a FIFO or a directory
+    would never end or never start), and at most ``max_mb`` MiB of them: the file is
+    read through one descriptor that is checked first, so what is read is what was
+    checked.
+
+    Raises:
+        UsageError: ``path`` is not a regular file, or is larger than ``max_mb`` MiB.
+    """
+    import stat
+
+    limit = max_mb * 1024 * 1024
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise NotFoundError(f"input file {path} does not exist", path=str(path)) from None
-    except IsADirectoryError:
-        raise CLIError(f"input {path} is a directory, not a file") from None
+    except OSError as exc:
+        if path.is_dir():
+            raise UsageError(f"input {path} is a directory, not a file") from None
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError(f"input {path} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"input {path} is not a regular file (a device, pipe or socket)")
+        if info.st_size > limit:
+            raise UsageError(
+                f"input {path} is {info.st_size / 2**20:.1f} MiB, over the {max_mb} MiB limit "
+                "(raise it with --max-input-mb)"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # the file grew after the check
+        raise UsageError(f"input {path} grew over the {max_mb} MiB limit while being read")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -34,8 +34,8 @@ __all__ = ["PROGRESS_MIN_MESSAGES", "run_export", "run_import", "run_migrate"]
 PROGRESS_MIN_MESSAGES = 200
 
 
-def _read(fmt: Format, path: Path, report: ConversionReport, option: str) -> Sessions:
-    text = read_input(path)
+def _read(fmt: Format, path: Path, report: ConversionReport, option: str, max_mb: int) -> Sessions:
+    text = read_input(path, max_mb=max_mb)
     try:
         return fmt.read(text, report)
     except DeserializationError as exc:
@@ -94,7 +94,9 @@ def run_export(args: argparse.Namespace, ctx: Context) -> int:
 def run_migrate(args: argparse.Namespace, ctx: Context) -> int:
     source, target = FORMATS[args.source], FORMATS[args.target]
     report = ConversionReport()
-    sessions = _pick(_read(source, args.input, report, "--from"), args.input, args.session)
+    sessions = _pick(
+        _read(source, args.input, report, "--from", args.max_input_mb), args.input, args.session
+    )
     _summary(ctx, report)
     _single(target, sessions, args.input)
     _write(target, sessions, args.out, ctx)
@@ -106,7 +108,9 @@ def run_import(args: argparse.Namespace, ctx: Context) -> int:
 
     fmt = FORMATS[args.format]
     report = ConversionReport()
-    sessions = _pick(_read(fmt, args.input, report, "--format"), args.input, args.session)
+    sessions = _pick(
+        _read(fmt, args.input, report, "--format", args.max_input_mb), args.input, args.session
+    )
     total = sum(len(m) for m in sessions.values())
     if total == 0:
         ctx.out.print(f"{args.input} holds no messages; nothing imported", markup=False)

@@ -174,17 +174,17 @@ def sniff(text: str) -> str | None:
         return None
     try:
         document: Any = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         first = stripped.splitlines()[0]
         try:
             document = json.loads(first)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
         return "offprompt" if _looks_like_message(document) else None
     if isinstance(document, str):
         try:
             document = json.loads(document)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
     if isinstance(document, dict):
         if isinstance(document.get("store"), dict):

@@ -15,7 +15,9 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 
-from offprompt.errors import DeserializationError
+from pydantic_core import PydanticSerializationError
+
+from offprompt.errors import DeserializationError, SerializationError
 from offprompt.messages import Message
 
 __all__ = ["REF_KEY", "externalize", "internalize"]
@@ -24,11 +26,27 @@ REF_KEY = "$blob"
 _BLOB_TYPES = frozenset({"ImageArtifact", "BlobArtifact"})
 
 
+def _dump(message: Message) -> str:
+    try:
+        return message.model_dump_json()
+    except PydanticSerializationError as exc:
+        # Reached only by a message mutated after validation (e.g. a lone surrogate put
+        # into a part's value): refuse it before anything is written.
+        raise SerializationError(
+            f"message {message.id} cannot be stored: {exc}", message_id=message.id
+        ) from None
+
+
 def externalize(message: Message) -> tuple[str, dict[str, bytes]]:
-    """The message's JSON body with blob parts replaced by references, and the blobs."""
+    """The message's JSON body with blob parts replaced by references, and the blobs.
+
+    Raises:
+        SerializationError: The message cannot be serialised (it was mutated after
+            validation into something invalid, such as text with a lone surrogate).
+    """
     if not any(getattr(part, "type", None) in _BLOB_TYPES for part in message.content):
-        return message.model_dump_json(), {}
-    data = json.loads(message.model_dump_json())
+        return _dump(message), {}
+    data = json.loads(_dump(message))
     blobs: dict[str, bytes] = {}
     for part in data.get("content", []):
         if isinstance(part, dict) and part.get("type") in _BLOB_TYPES and part.get("value"):

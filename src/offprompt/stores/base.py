@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
-from offprompt._validation import ensure_json
+from offprompt._validation import MAX_SESSION_ID_LENGTH, ensure_json, validate_session_id
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.messages import Message
 
@@ -41,8 +40,6 @@ __all__ = [
     "check_append",
     "validate_session_id",
 ]
-
-MAX_SESSION_ID_LENGTH = 256
 
 
 @dataclass(frozen=True)
@@ -110,38 +107,6 @@ class SessionVersion:
 
     next_seq: int
     epoch: int
-
-
-def validate_session_id(session_id: Any) -> str:
-    """Return ``session_id`` if a store may use it, else raise :class:`NamespaceError`.
-
-    A session id is a non-empty string of at most 256 characters with no NUL or other
-    control characters. Everything else (quotes, SQL, any unicode) is allowed: stores
-    only ever pass it as a parameter.
-
-    Example:
-        >>> validate_session_id("user-42")
-        'user-42'
-    """
-    if not isinstance(session_id, str):
-        raise NamespaceError(
-            f"session_id must be a str, got {type(session_id).__name__}", session_id=session_id
-        )
-    if not session_id:
-        raise NamespaceError("session_id must not be empty", session_id=session_id)
-    if len(session_id) > MAX_SESSION_ID_LENGTH:
-        raise NamespaceError(
-            f"session_id is {len(session_id)} characters long; the limit is "
-            f"{MAX_SESSION_ID_LENGTH}",
-            session_id=session_id[:64],
-        )
-    for index, char in enumerate(session_id):
-        if unicodedata.category(char) == "Cc":
-            raise NamespaceError(
-                f"session_id contains control character {char!r} at position {index}",
-                session_id=session_id,
-            )
-    return session_id
 
 
 def scope_key(scope: Scope | None) -> tuple[str, str, str, str]:
@@ -670,7 +635,11 @@ class ScopedStore(BaseStore):
         return self.inner.blob_count(scope=self._s(scope))
 
     def checkpoint(self) -> None:
-        """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing."""
+        """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing.
+
+        Raises:
+            StorageError: The wrapped store's WAL stayed busy (see ``SQLiteStore.checkpoint``).
+        """
         inner = getattr(self.inner, "checkpoint", None)
         if callable(inner):
             inner()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import copy
 import json
 import threading
 import time
@@ -11,6 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from offprompt._validation import lone_surrogate_error
+from offprompt.artifacts import BaseArtifact
+from offprompt.errors import SerializationError
 from offprompt.messages import Message
 from offprompt.stores.base import (
     BaseStore,
@@ -35,6 +39,51 @@ _Key = tuple[tuple[str, str, str, str], str]
 __all__ = ["InMemoryStore"]
 
 
+_IMMUTABLE = (str, bytes, int, float, bool, type(None))
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, _IMMUTABLE):
+        return value
+    if isinstance(value, BaseArtifact):
+        return _copy_artifact(value)
+    if isinstance(value, list):
+        return [_copy_value(v) for v in value]
+    return copy.deepcopy(value)
+
+
+def _copy_artifact(part: BaseArtifact) -> BaseArtifact:
+    if isinstance(part.value, str):  # a value mutated after validation, as the other stores
+        error = lone_surrogate_error(part.value, what=f"{type(part).__name__}.value")
+        if error is not None:
+            raise SerializationError(f"message part cannot be stored: {error}")
+    return part.model_copy(
+        update={"value": _copy_value(part.value), "meta": copy.deepcopy(part.meta)}
+    )
+
+
+def _copy_message(message: Message) -> Message:
+    """An independent copy: mutating it (or the original) never reaches the other.
+
+    Strings and bytes are shared (immutable); every list, dict and model is new. About
+    five times cheaper than ``model_copy(deep=True)``, which matters on every read.
+    """
+    return message.model_copy(
+        update={
+            "content": [_copy_artifact(p) for p in message.content],
+            "tool_calls": [
+                t.model_copy(update={"arguments": copy.deepcopy(t.arguments)})
+                for t in message.tool_calls
+            ],
+            "meta": copy.deepcopy(message.meta),
+        }
+    )
+
+
+def _copy_row(row: StoredMessage) -> StoredMessage:
+    return StoredMessage(row.session_id, row.seq, _copy_message(row.message), row.tokens)
+
+
 @dataclass
 class _Session:
     seqs: list[int] = field(default_factory=list)
@@ -55,9 +104,11 @@ class _Session:
 class InMemoryStore(BaseStore):
     """A :class:`~offprompt.stores.ConversationStore` held in this process's memory.
 
-    Thread-safe. Messages are kept as the objects given, not copied: treat a stored
-    message as a value and do not mutate it. State values are stored as JSON text, so
-    ``get_state`` returns a fresh copy.
+    Thread-safe. Like the durable stores, it keeps values, not the caller's objects:
+    ``append`` stores a copy of each message and ``read`` returns fresh copies, so
+    mutating a message on either side never rewrites history or leaves a stored token
+    count stale. State values are stored as JSON text, so ``get_state`` returns a fresh
+    copy too.
 
     Example:
         >>> store = InMemoryStore()
@@ -89,6 +140,7 @@ class InMemoryStore(BaseStore):
     ) -> list[int]:
         part = check_scope_session(session_id, scope)
         items, counts = check_append(session_id, messages, tokens)
+        items = [_copy_message(m) for m in items]
         now = time.time()
         with self._lock:
             session = self._sessions.setdefault((part, session_id), _Session())
@@ -120,7 +172,8 @@ class InMemoryStore(BaseStore):
             if session is None:
                 return []
             lo, hi = session.bounds(start, end)
-            return session.rows[lo:hi]
+            rows = session.rows[lo:hi]
+        return [_copy_row(row) for row in rows]
 
     def read_index(
         self, session_id: str, *, start: int | None = None, scope: Scope | None = None

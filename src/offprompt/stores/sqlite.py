@@ -56,10 +56,12 @@ from offprompt.stores.base import (
 if TYPE_CHECKING:
     from offprompt.scope import Scope
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
+__all__ = ["CHECKPOINT_WAIT", "SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
 SCHEMA_VERSION = 3
-_MAGIC = b"SQLite format 3\x00"
+#: Seconds :meth:`SQLiteStore.checkpoint` retries while another connection's reader
+#: keeps the WAL (``forget`` then reports the WAL as not clean instead of waiting on).
+CHECKPOINT_WAIT = 5.0
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1
 
@@ -203,26 +205,24 @@ def _selector(scope: Scope) -> tuple[str, list[str]]:
 
 
 def _check_is_store(path: Path) -> None:
-    """Refuse, without writing a byte, a path that is not an offprompt SQLite store."""
+    """Refuse, without writing a byte, a path that is not an offprompt SQLite store.
+
+    The file is looked at only through SQLite, never with a plain ``open()``: on POSIX,
+    closing *any* descriptor of a file drops every lock this process holds on it, so
+    reading the header while another ``SQLiteStore`` (or any SQLite connection) of this
+    process has the file open would strip that connection's locks while other processes
+    write, and corrupt the database. SQLite's own VFS shares one lock state per file
+    across the connections of a process and defers closing, so a read-only connection
+    opened and closed here leaves the others' locks alone.
+    """
     if not path.exists():
         return
     if path.is_dir():
         raise NotAStoreError(
             f"{path} is a directory, not an offprompt SQLite store", path=str(path)
         )
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_MAGIC))
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}", path=str(path)) from None
-    if not head:
-        return  # an empty file is an empty database
-    if head != _MAGIC:
-        raise NotAStoreError(
-            f"{path} is not a SQLite database (it starts with {head[:8]!r}); "
-            "offprompt left it untouched",
-            path=str(path),
-        )
+    if not os.access(path, os.R_OK):
+        raise StorageError(f"cannot read {path}: permission denied", path=str(path))
     try:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
@@ -231,7 +231,15 @@ def _check_is_store(path: Path) -> None:
             }
         finally:
             conn.close()
-    except sqlite3.Error as exc:
+    except sqlite3.DatabaseError as exc:
+        # sqlite_errorname exists from Python 3.11; 3.10 only has the message.
+        not_a_db = getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB"
+        if not_a_db or "not a database" in str(exc):
+            raise NotAStoreError(
+                f"{path} is not a SQLite database, or its header is corrupt (SQLite: {exc}); "
+                "offprompt left it untouched",
+                path=str(path),
+            ) from None
         raise NotAStoreError(
             f"{path} looks like SQLite but cannot be read ({exc}); offprompt left it untouched",
             path=str(path),
@@ -644,7 +652,15 @@ class SQLiteStore(BaseStore):
                 ).rowcount
             # The counter rows go too: a session id can itself identify the subject.
             conn.execute(f"DELETE FROM offprompt_sessions WHERE {where}", params)
-        self.checkpoint()
+        try:
+            self.checkpoint()
+        except StorageError as exc:
+            raise StorageError(
+                f"deleted {messages} messages, {state} state documents and {blobs} blobs, "
+                f"but the deleted text may remain on disk: {exc}; run forget again once "
+                "the reader has finished",
+                path=str(self.path),
+            ) from None
         return ForgetCounts(int(messages), int(state), int(sessions), int(blobs))
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
@@ -653,17 +669,48 @@ class SQLiteStore(BaseStore):
         where, params = _selector(as_scope(scope).model_copy(update={"session": None}))
         return int(self._query(f"SELECT count(*) FROM offprompt_blobs WHERE {where}", params)[0][0])
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, wait: float | None = None) -> None:
         """Move the WAL into the database file and truncate the WAL to zero bytes.
 
-        After a delete, this leaves no copy of the deleted pages in ``-wal``.
+        After a delete, this leaves no copy of the deleted pages in ``-wal``. A read
+        transaction open on another connection (another thread or process) keeps the
+        WAL from being truncated: the checkpoint is retried until ``wait`` seconds have
+        passed, and if a reader still holds it the call raises rather than return as if
+        the WAL were clean.
+
+        Args:
+            wait: Seconds to keep retrying while readers hold the WAL (``None``:
+                :data:`CHECKPOINT_WAIT`).
+
+        Raises:
+            StorageError: The WAL could not be truncated within ``wait`` seconds.
         """
+        wait = CHECKPOINT_WAIT if wait is None else max(0.0, wait)
+        conn = self._conn()
+        deadline = time.monotonic() + wait
         try:
-            self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            # Short busy waits per attempt, so the whole call stays within ``wait``.
+            conn.execute("PRAGMA busy_timeout = 100")
+            while True:
+                busy, wal_frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy == 0:
+                    return
+                if time.monotonic() >= deadline:
+                    raise StorageError(
+                        f"checkpoint of {self.path} stayed busy for {wait:g}s: another "
+                        f"connection holds a read transaction, so {self.path.name}-wal "
+                        f"({wal_frames} frames) still holds pages written or deleted since "
+                        "the last checkpoint",
+                        path=str(self.path),
+                    )
+                time.sleep(0.05)
         except sqlite3.Error as exc:
             raise StorageError(
                 f"checkpoint of {self.path} failed: {exc}", path=str(self.path)
             ) from None
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
 
     # -- state -----------------------------------------------------------------------
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:

@@ -10,6 +10,7 @@ own filter objects.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -96,6 +97,70 @@ def _edge_decode(value: Any) -> Any:
     return value
 
 
+#: Free space the embedded engine must find on its filesystem, besides each batch.
+#: qdrant-edge writes through memory-mapped, sparsely pre-allocated files (32 MiB WAL
+#: segments, 32 MiB payload pages, 1-4 MiB pages per payload index: about 235 MiB of
+#: apparent size for an empty shard, almost none of it allocated). When a write touches
+#: a page the filesystem cannot allocate, the kernel kills the process with SIGBUS: no
+#: exception, no cleanup. So offprompt refuses to open or to write unless this much is
+#: free, and raises :class:`~offprompt.errors.StorageError` instead.
+EDGE_MIN_FREE_BYTES = 64 * 1024 * 1024
+#: Disk bytes a point may cost per byte of its payload and vectors (WAL copy, payload
+#: storage, payload indexes, vector storage).
+_EDGE_WRITE_FACTOR = 4
+
+
+def free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged write can still allocate on ``directory``'s filesystem."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    stats = os.statvfs(probe)
+    return stats.f_bavail * stats.f_frsize
+
+
+def unbacked_bytes(directory: Path) -> int:
+    """Bytes of the files under ``directory`` that have no disk blocks yet (sparse holes).
+
+    Loading a shard may touch every page of its mapped files (on tmpfs it does: an
+    empty-looking shard of 6 MiB grew by 80 MiB on load), so opening one needs room
+    for all of them.
+    """
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            try:
+                info = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += max(0, info.st_size - info.st_blocks * 512)
+    return total
+
+
+def _point_bytes(point: BackendPoint) -> int:
+    size = 256 + 4 * len(point.dense or ())
+    if point.sparse is not None:
+        size += 8 * len(point.sparse)
+    for key, value in point.payload.items():
+        size += len(key) + (len(value) * 4 if isinstance(value, str) else 64)
+    return size
+
+
+def check_free_space(directory: Path, needed: int, *, doing: str) -> None:
+    """Raise :class:`StorageError` unless ``needed`` bytes plus the engine's margin are free."""
+    free = free_bytes(directory)
+    if free < needed + EDGE_MIN_FREE_BYTES:
+        raise StorageError(
+            f"not enough free disk space to {doing} at {directory}: {free / 2**20:.1f} MiB "
+            f"free, the embedded Qdrant engine needs {(needed + EDGE_MIN_FREE_BYTES) / 2**20:.1f}"
+            " MiB (it writes through memory-mapped files, and a full disk would kill the "
+            "process with SIGBUS); nothing was written",
+            path=str(directory),
+            free=free,
+            needed=needed + EDGE_MIN_FREE_BYTES,
+        )
+
+
 def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
     """The ``qdrant_edge.EdgeConfig`` of an offprompt collection.
 
@@ -112,6 +177,20 @@ def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
         ),
         wal_enabled=False if ephemeral else None,
     )
+
+
+_PURGE_NEW = ".purge-new"
+_PURGE_OLD = ".purge-old"
+
+
+def _finish_interrupted_purge(directory: Path) -> None:
+    """Complete or undo a :meth:`EdgeBackend.purge` that a crash interrupted."""
+    fresh = directory.with_name(directory.name + _PURGE_NEW)
+    retired = directory.with_name(directory.name + _PURGE_OLD)
+    if not directory.exists() and fresh.is_dir():
+        fresh.rename(directory)  # crashed between the two renames: the new shard is whole
+    shutil.rmtree(fresh, ignore_errors=True)  # an unfinished copy
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 class EdgeBackend:
@@ -136,6 +215,15 @@ class EdgeBackend:
             directory = Path(path) / collection
         self.directory = directory
         config = edge_config(dimensions, sparse, ephemeral=path is None)
+        self._config = config
+        _finish_interrupted_purge(directory)
+        try:
+            existing = unbacked_bytes(directory) if directory.is_dir() else 0
+            check_free_space(directory, existing, doing="open the embedded Qdrant shard")
+        except StorageError:
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
+            raise
         try:
             if directory.is_dir() and any(directory.iterdir()):
                 self.shard = qe.EdgeShard.load(str(directory), config)
@@ -149,6 +237,7 @@ class EdgeBackend:
                 collection=collection,
             ) from None
         self._indexed: set[str] = set()
+        self._index_schemas: dict[str, Any] = {}
         self._closed = False
 
     def ensure_index(self, key: str, kind: IndexKind, *, tenant: bool = False) -> None:
@@ -167,8 +256,56 @@ class EdgeBackend:
             }[kind]
         existing = self.shard.info().payload_schema
         if key not in existing:
+            check_free_space(self.directory, 0, doing=f"index payload field {key!r}")
             self.shard.update(qe.UpdateOperation.create_field_index(key, schema))
         self._indexed.add(key)
+        self._index_schemas[key] = schema
+
+    def purge(self) -> list[str]:
+        """Rewrite the shard from its live points; return the layers that keep old bytes.
+
+        Deleting points in the engine only marks them: their payloads stay in the
+        segment's ``payload_storage`` pages and in the ``wal/`` segment until those are
+        rewritten, and the engine offers no call that rewrites them on demand
+        (``optimize()`` vacuums only past its ``deleted_threshold``, the WAL keeps its
+        open segment). So the shard is rebuilt: every live point (vectors and payload)
+        is copied into a new shard next to it, the payload indexes this process knows
+        are recreated, and the new directory replaces the old one, which is deleted.
+        A crash midway leaves the old shard or the complete new one (see
+        :func:`_finish_interrupted_purge`). Payload indexes made by another process and
+        not declared here are not recreated (queries still work, unindexed).
+        """
+        qe = self.qe
+        self.shard.flush()
+        fresh = self.directory.with_name(self.directory.name + _PURGE_NEW)
+        shutil.rmtree(fresh, ignore_errors=True)
+        check_free_space(self.directory, 0, doing="rebuild the shard to purge deleted data")
+        rebuilt = qe.EdgeShard.create(str(fresh), self._config)
+        try:
+            for key, schema in self._index_schemas.items():
+                rebuilt.update(qe.UpdateOperation.create_field_index(key, schema))
+            offset = None
+            while True:
+                records, offset = self.shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=512, with_payload=True, with_vector=True)
+                )
+                if records:
+                    batch = [qe.Point(r.id, r.vector or {}, r.payload) for r in records]
+                    check_free_space(fresh, 4096 * len(batch), doing="rebuild the shard")
+                    rebuilt.update(qe.UpdateOperation.upsert_points(batch))
+                if offset is None:
+                    break
+            rebuilt.flush()
+        finally:
+            rebuilt.close()
+        self.shard.close()
+        retired = self.directory.with_name(self.directory.name + _PURGE_OLD)
+        shutil.rmtree(retired, ignore_errors=True)
+        self.directory.rename(retired)
+        fresh.rename(self.directory)
+        shutil.rmtree(retired, ignore_errors=True)
+        self.shard = qe.EdgeShard.load(str(self.directory), self._config)
+        return []
 
     def _filter(self, cond: Cond) -> Any:
         qe = self.qe
@@ -200,6 +337,8 @@ class EdgeBackend:
             if p.sparse is not None and len(p.sparse):
                 vector[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
             batch.append(qe.Point(p.id, vector, _edge_encode(p.payload)))
+        needed = _EDGE_WRITE_FACTOR * sum(_point_bytes(p) for p in points)
+        check_free_space(self.directory, needed, doing=f"store {len(points)} points")
         self.shard.update(qe.UpdateOperation.upsert_points(batch))
 
     def query(
@@ -258,12 +397,16 @@ class EdgeBackend:
         return [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
 
     def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        needed = _EDGE_WRITE_FACTOR * len(ids) * _point_bytes(BackendPoint("", None, None, payload))
+        check_free_space(self.directory, needed, doing="update payloads")
         self.shard.update(self.qe.UpdateOperation.set_payload(list(ids), _edge_encode(payload)))
 
     def delete_ids(self, ids: Sequence[str]) -> None:
+        check_free_space(self.directory, 0, doing="delete points")  # deletes write the WAL
         self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
 
     def delete_filter(self, cond: Cond) -> None:
+        check_free_space(self.directory, 0, doing="delete points")
         self.shard.update(self.qe.UpdateOperation.delete_points_by_filter(self._filter(cond)))
 
     def count(self, cond: Cond) -> int:
@@ -302,6 +445,13 @@ class ClientBackend:
     """
 
     name = "client"
+
+    def purge(self) -> list[str]:
+        """qdrant-client (local mode or a server) offers no purge: say which layer keeps data."""
+        return [
+            f"qdrant-client collection {self.collection!r}: deleted points stay in the "
+            "engine's files until its own optimizer rewrites them"
+        ]
 
     def __init__(
         self,

@@ -629,6 +629,19 @@ class QdrantVectorStore:
         """Make everything written so far durable (edge engine; a no-op for qdrant-client)."""
         self._backend.flush()
 
+    def purge(self) -> list[str]:
+        """Remove the bytes of deleted points from the engine's files (after ``forget``).
+
+        The embedded engine (qdrant-edge) is rebuilt from its live points, so deleted
+        payloads leave its WAL and payload storage; this costs a copy of the whole
+        collection. For qdrant-client there is no such call.
+
+        Returns:
+            The layers that still hold deleted data (empty when everything was purged).
+        """
+        with self._core.lock:
+            return self._backend.purge()
+
     def close(self) -> None:
         """Release the engine (and remove the temporary directory of an in-memory edge store)."""
         core = self._core

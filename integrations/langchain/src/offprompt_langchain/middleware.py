@@ -46,10 +46,17 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from offprompt._validation import (
+    ESCAPED_SURROGATES_META,
+    escape_lone_surrogates,
+    has_lone_surrogate,
+)
 from offprompt.conversation import ConversationMemory, SummaryConversationMemory, Window
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
+from offprompt.scope import Scope
 from offprompt.stores import ConversationStore, InMemoryStore, SessionVersion
+from offprompt.stores.base import ScopedStore
 from offprompt.summarizers import Summarizer
 from offprompt.task_memory import TaskMemory
 from offprompt.tokens import Tokenizer
@@ -90,6 +97,46 @@ def _fingerprint(message: BaseMessage) -> Hashable | None:
     )
 
 
+#: ``Message.meta`` flag on a recorded message whose lone surrogates were escaped.
+ESCAPED_META = ESCAPED_SURROGATES_META
+
+
+def _has_lone_surrogate(message: BaseMessage) -> bool:
+    return has_lone_surrogate(
+        [
+            message.content,
+            message.id,
+            message.name,
+            message.additional_kwargs,
+            getattr(message, "tool_calls", None),
+            getattr(message, "tool_call_id", None),
+        ]
+    )
+
+
+def _valid_unicode(message: BaseMessage) -> tuple[BaseMessage, bool]:
+    """``message``, or a copy with each lone surrogate written as its ``\\udXXX`` escape.
+
+    offprompt refuses lone surrogates everywhere (they are not valid Unicode and cannot
+    be stored), but inside an agent run refusing would crash a run that works without
+    offprompt. So the middleware alone escapes them, in its own copy (the agent's
+    messages are untouched), logs a warning and flags the recorded message
+    (``meta["offprompt_escaped_surrogates"]``): the stored text is visibly altered,
+    never silently.
+    """
+    if not _has_lone_surrogate(message):
+        return message, False
+    logger.warning(
+        "%s %s holds lone surrogates (invalid Unicode); offprompt counts and records it "
+        "with them escaped as \\udXXX (meta[%r])",
+        type(message).__name__,
+        message.id,
+        ESCAPED_META,
+    )
+    escaped = escape_lone_surrogates(message.model_dump())
+    return type(message).model_validate(escaped), True
+
+
 def thread_id_of(runtime: Any) -> str | None:
     """The LangGraph thread id of the running graph, if it has one."""
     info = getattr(runtime, "execution_info", None)
@@ -118,6 +165,14 @@ class _Recorder:
     def __init__(self, memory: ConversationMemory) -> None:
         self.memory = memory
         self.store: ConversationStore = memory.store
+        if memory.scope is not None:
+            # A thread is recorded as its own session inside the memory's partition
+            # (tenant, user, agent, run), not in the memory's scoped session.
+            inner = memory.store
+            while isinstance(inner, ScopedStore):
+                inner = inner.inner
+            partition = {k: v for k, v in memory.scope.fields().items() if k != "session"}
+            self.store = ScopedStore(inner, Scope(**partition))
         self._seen: dict[str, tuple[SessionVersion, set[str]]] = {}
         self._memories: dict[str, ConversationMemory] = {memory.session_id: memory}
         self._lock = threading.Lock()
@@ -146,7 +201,12 @@ class _Recorder:
             known = self._known_ids(memory.session_id)
             new = [m for m in messages if not m.id or m.id not in known]
             if new:
-                memory.add_messages(from_langchain(new))
+                valid = [_valid_unicode(m) for m in new]
+                converted = from_langchain([m for m, _ in valid])
+                for message, (_, escaped) in zip(converted, valid, strict=True):
+                    if escaped:
+                        message.meta[ESCAPED_META] = True
+                memory.add_messages(converted)
                 known = known | {m.id for m in new if m.id}
             self._seen[memory.session_id] = (self.store.version(memory.session_id), known)
             return len(new)
@@ -290,6 +350,8 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             isinstance(message, ToolMessage)
             and message.status != "error"
             and not is_reference(message.artifact)
+            # Task memory refuses invalid Unicode: such a result stays as the tool made it.
+            and not _has_lone_surrogate(message)
         )
 
     def _offload_message(self, message: ToolMessage, fallback_name: str) -> ToolMessage:
@@ -385,7 +447,7 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 if hit is not None:
                     self._counts.move_to_end(key)
                     return hit
-        converted = message_from_langchain(message)
+        converted = message_from_langchain(_valid_unicode(message)[0])
         entry = (converted, self.tokenizer.count_message(converted))
         if key is not None:
             with self._lock:

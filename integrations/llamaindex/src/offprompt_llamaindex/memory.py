@@ -14,6 +14,7 @@ when it is stored, so ``get`` costs the same on a long history as on a short one
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -23,8 +24,14 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 
+from offprompt._validation import (
+    ESCAPED_SURROGATES_META,
+    escape_lone_surrogates,
+    has_lone_surrogate,
+)
 from offprompt.conversation import ConversationMemory, Window
 from offprompt.errors import ValidationError
+from offprompt.messages import Message
 from offprompt.stores import ConversationStore, InMemoryStore, SQLiteStore
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
@@ -46,6 +53,41 @@ def _check_limit(token_limit: Any) -> int:
     if isinstance(token_limit, bool) or not isinstance(token_limit, int) or token_limit < 1:
         raise ValidationError(f"token_limit must be an int >= 1, got {token_limit!r}")
     return token_limit
+
+
+logger = logging.getLogger("offprompt.llamaindex")
+
+
+def _storable(messages: list[ChatMessage]) -> list[Message]:
+    """The messages converted; lone surrogates escaped and flagged instead of refused.
+
+    offprompt refuses lone surrogates everywhere (not valid Unicode, cannot be stored),
+    but this memory is inside an agent run, and refusing would crash a run that works
+    with LlamaIndex's own memory. So a message holding them is stored with each written
+    as its ``\\udXXX`` escape, flagged in ``meta["offprompt_escaped_surrogates"]`` and
+    logged: visibly altered, never silently. Other bad input is still refused.
+    """
+    try:
+        return from_llamaindex(list(messages))
+    except ValidationError:
+        dumped = [m.model_dump() if isinstance(m, ChatMessage) else None for m in messages]
+        if not any(has_lone_surrogate(d) for d in dumped):
+            raise
+    converted = []
+    for message, data in zip(messages, dumped, strict=True):
+        if not has_lone_surrogate(data):
+            converted.append(message_from_llamaindex(message))
+            continue
+        logger.warning(
+            "a %s message holds lone surrogates (invalid Unicode); stored with them "
+            "escaped as \\udXXX (meta[%r])",
+            message.role.value,
+            ESCAPED_SURROGATES_META,
+        )
+        stored = message_from_llamaindex(ChatMessage.model_validate(escape_lone_surrogates(data)))
+        stored.meta[ESCAPED_SURROGATES_META] = True
+        converted.append(stored)
+    return converted
 
 
 class OffpromptMemory(BaseMemory):
@@ -295,15 +337,15 @@ class OffpromptMemory(BaseMemory):
 
     def put(self, message: ChatMessage) -> None:
         """Store one message (counted once, now)."""
-        self._memory.add_message(message_from_llamaindex(message))
+        self._memory.add_messages(_storable([message]))
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Store messages in order, in one store transaction (all or none)."""
-        self._memory.add_messages(from_llamaindex(messages))
+        self._memory.add_messages(_storable(messages))
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the session's messages (converted first: bad input deletes nothing)."""
-        self._memory.replace(from_llamaindex(messages))
+        self._memory.replace(_storable(messages))
 
     def reset(self) -> None:
         """Delete the session's messages (and its state) from the store."""

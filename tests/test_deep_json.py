@@ -1,0 +1,88 @@
+"""Deeply nested JSON is refused with an error naming the limit, never a RecursionError
+(issue 14 item 6): the JSON helpers, artifacts, messages, tool calls and the CLI importers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from offprompt._validation import MAX_JSON_DEPTH, ensure_json, loads_json
+from offprompt.artifacts import BaseArtifact, ListArtifact, TextArtifact
+from offprompt.cli import EXIT_FAILURE, main
+from offprompt.cli.formats import FORMATS
+from offprompt.errors import DeserializationError, SerializationError, ValidationError
+from offprompt.messages import Message, ToolCall
+
+LIMIT = f"deeper than {MAX_JSON_DEPTH} levels"
+
+
+def nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth - 1):
+        value = [value]
+    return [value]
+
+
+def nested_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 200_000])
+def test_loads_json_names_the_limit(depth: int) -> None:
+    with pytest.raises(DeserializationError, match=LIMIT):
+        loads_json(nested_text(depth), what="input")
+    assert loads_json(nested_text(MAX_JSON_DEPTH), what="input") is not None
+
+
+def test_ensure_json_names_the_limit() -> None:
+    for depth in (MAX_JSON_DEPTH + 1, 5_000):
+        with pytest.raises(SerializationError, match=LIMIT):
+            ensure_json(nested(depth), field="meta")
+    assert ensure_json(nested(MAX_JSON_DEPTH), field="meta") == nested(MAX_JSON_DEPTH)
+
+
+def deep_list_artifact(depth: int) -> dict[str, object]:
+    data: dict[str, object] = TextArtifact(value="leaf").to_dict()
+    for _ in range(depth):
+        data = {"type": "ListArtifact", "value": [data]}
+    return data
+
+
+def test_artifacts_and_messages_from_deep_dicts_are_refused() -> None:
+    with pytest.raises(DeserializationError, match=LIMIT):
+        BaseArtifact.from_dict(deep_list_artifact(5_000))
+    with pytest.raises(DeserializationError, match=LIMIT):
+        Message.from_dict({"role": "user", "content": [deep_list_artifact(5_000)]})
+    with pytest.raises(DeserializationError, match=LIMIT):
+        Message.from_json(json.dumps({"role": "user", "meta": {"x": nested(MAX_JSON_DEPTH)}}))
+    with pytest.raises(ValidationError, match=LIMIT):
+        Message.user("hi", meta={"x": nested(3_000)})
+    with pytest.raises(ValidationError, match=LIMIT):
+        ToolCall(id="c", name="f", arguments={"x": nested(3_000)})
+    shallow = BaseArtifact.from_dict(deep_list_artifact(10))
+    assert isinstance(shallow, ListArtifact) and shallow.to_text() == "leaf"
+
+
+def test_list_artifacts_built_in_python_have_a_nesting_limit() -> None:
+    item: BaseArtifact = TextArtifact(value="leaf")
+    with pytest.raises(ValidationError, match="limit is 50"):
+        for _ in range(5_000):
+            item = ListArtifact(value=[item])
+    assert item.to_text() == "leaf" and len(json.dumps(item.to_dict())) > 0
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 200_000])
+def test_cli_import_of_a_deep_file_is_one_clear_line(
+    fmt: str, depth: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "deep.json"
+    source.write_text(nested_text(depth), encoding="utf-8")
+    code = main(["--home", str(tmp_path / "home"), "import", "--format", fmt, str(source)])
+    assert code == EXIT_FAILURE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("offprompt: error: "), err
+    assert LIMIT in err[0] and "RecursionError" not in err[0]
+    assert not (tmp_path / "home" / "memory.db").exists()

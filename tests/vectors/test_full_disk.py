@@ -1,0 +1,97 @@
+"""A full disk under the embedded Qdrant engine is a StorageError, never SIGBUS (issue 14
+item 1). Each case runs in a subprocess on a small tmpfs (needs root to mount one)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import random
+    import sys
+    from offprompt.artifacts import TextArtifact
+    from offprompt.errors import StorageError
+    from offprompt.task_memory import TaskMemory
+
+    path, mode = sys.argv[1], sys.argv[2]
+    if mode == "open":
+        try:
+            TaskMemory(path=path)
+        except StorageError as exc:
+            print("refused:", exc, flush=True)
+        sys.exit(0)
+    memory = TaskMemory(path=path)
+    rnd = random.Random(7)  # incompressible words: every chunk costs its own disk pages
+    stored = 0
+    try:
+        for i in range(1_000):
+            words = " ".join(f"w{rnd.getrandbits(40):x}" for _ in range(30_000))
+            memory.store_artifact(f"ns{i}", TextArtifact(value=f"doc {i} " + words))
+            stored += 1
+    except StorageError as exc:
+        print("refused:", exc, flush=True)
+    print("stored", stored, flush=True)
+    memory.close()
+    try:  # loading maps every page of the shard's files: the full disk refuses it too
+        TaskMemory(path=path)
+    except StorageError as exc:
+        print("reopen-refused:", exc, flush=True)
+    """
+)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; this test cannot apply unprivileged")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    size = request.param
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def _run(path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(path), mode],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("tmpfs", ["16m"], indirect=True)
+def test_opening_on_a_nearly_full_disk_raises_instead_of_dying(tmpfs: Path) -> None:
+    done = _run(tmpfs / "tm", "open")
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # 135 was SIGBUS
+    assert "refused: not enough free disk space" in done.stdout
+
+
+@pytest.mark.parametrize("tmpfs", ["96m"], indirect=True)
+def test_ingest_until_the_disk_is_full_raises_and_keeps_what_was_stored(tmpfs: Path) -> None:
+    done = _run(tmpfs / "tm", "ingest")
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7 was SIGBUS
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert lines["refused:"].startswith("not enough free disk space")
+    assert lines["reopen-refused:"].startswith("not enough free disk space")
+    stored = int(lines["stored"])
+    assert stored >= 1
+    # Nothing stored before the refusal is lost: on a disk with room, all of it is there.
+    roomy = tmpfs.parent / "copy"
+    shutil.copytree(tmpfs / "tm", roomy)
+    from offprompt.task_memory import TaskMemory
+
+    with TaskMemory(path=roomy) as again:
+        assert sorted(again.namespaces()) == sorted(f"ns{i}" for i in range(stored))
+        assert again.load_artifacts("ns0").value[0].value.startswith("doc 0 w")
