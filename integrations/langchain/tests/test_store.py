@@ -219,9 +219,30 @@ def test_persists_across_reopen(tmp_path: Path) -> None:
     again.vector_store.close()
 
 
-def test_ttl_is_refused(store: OffpromptStore) -> None:
-    with pytest.raises(NotImplementedError):
-        store.put(("a",), "k", {"v": 1}, ttl=5)
+def test_ttl_expires_refreshes_and_sweeps() -> None:
+    """Issue 15 item 4: TTL was refused; it now follows LangGraph's TTLConfig."""
+    now = [1_000.0]
+    store = OffpromptStore(ttl={"default_ttl": 1.0, "omit_expired": True}, clock=lambda: now[0])
+    store.put(("a",), "short", {"v": 1})  # default: 1 minute
+    store.put(("a",), "long", {"v": 2}, ttl=10)
+    store.put(("a",), "forever", {"v": 3}, ttl=None)
+    now[0] += 50
+    assert store.get(("a",), "short") is not None  # read: its minute starts again
+    now[0] += 50
+    assert {i.key for i in store.search(("a",))} == {"short", "long", "forever"}
+    now[0] += 61
+    assert store.get(("a",), "short", refresh_ttl=False) is None  # expired, hidden
+    assert store.sweep_ttl() == 1
+    assert {i.key for i in store.search(("a",), refresh_ttl=False)} == {"long", "forever"}
+    now[0] += 600
+    assert store.sweep_ttl() == 1 and store.list_namespaces() == [("a",)]
+    store.delete(("a",), "forever")
+    assert store.list_namespaces() == []
+    with pytest.raises(ValidationError, match="ttl must be minutes > 0"):
+        store.put(("a",), "k", {"v": 1}, ttl=-5)
+    with pytest.raises(ValidationError, match="unknown TTLConfig keys"):
+        OffpromptStore(ttl={"default": 5})  # type: ignore[typeddict-unknown-key]
+    store.close()
 
 
 # ------------------------------------------------------------------ in LangGraph / agents
