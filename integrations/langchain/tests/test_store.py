@@ -222,7 +222,10 @@ def test_persists_across_reopen(tmp_path: Path) -> None:
 def test_ttl_expires_refreshes_and_sweeps() -> None:
     """Issue 15 item 4: TTL was refused; it now follows LangGraph's TTLConfig."""
     now = [1_000.0]
-    store = OffpromptStore(ttl={"default_ttl": 1.0, "omit_expired": True}, clock=lambda: now[0])
+    store = OffpromptStore(
+        ttl={"default_ttl": 1.0, "omit_expired": True, "refresh_on_read": True},
+        clock=lambda: now[0],
+    )
     store.put(("a",), "short", {"v": 1})  # default: 1 minute
     store.put(("a",), "long", {"v": 2}, ttl=10)
     store.put(("a",), "forever", {"v": 3}, ttl=None)

@@ -26,11 +26,11 @@ Semantic search embeds the text at each configured field path separately (``"$"`
 whole value as JSON, LangGraph's default; a ``[*]`` path yields one text per element),
 like LangGraph's stores: the first text is the item's own vector, each further text a
 field point of the item (payload ``owner``). A query runs two Qdrant searches, dense
-and BM25 sparse (hybrid retrieval, as task memory does), and scores each point
+and BM25 sparse (hybrid retrieval, as task memory does), and ranks each point by
 ``(1 - w) * cosine + w * bm25 / best_bm25`` with ``w`` from the vector store's
-``fusion_weights``; an item scores as its best point, so a match in one field is not
-diluted by the others. The score is a similarity in ``[-1, 1]`` rather than an RRF
-rank, so equal matches score equally, as LangGraph's tests expect.
+``fusion_weights``; an item ranks as its best point, so a match in one field is not
+diluted by the others. An item's ``score`` is that point's cosine similarity, what
+LangGraph's stores report (not an RRF rank: equal matches score equally).
 
 Filters follow LangGraph's semantics (exact match, nested dicts, ``$eq``, ``$ne``,
 ``$gt``, ``$gte``, ``$lt``, ``$lte``). Top-level string equalities run inside the Qdrant
@@ -218,6 +218,11 @@ def _check_ttl_config(config: Any) -> TTLConfig | None:
     return TTLConfig(**config)  # type: ignore[typeddict-item]
 
 
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=False)) / norm if norm else 0.0
+
+
 class _Sweeper:
     """A daemon thread that calls ``sweep`` every ``interval`` seconds until stopped."""
 
@@ -254,7 +259,8 @@ class OffpromptStore(BaseStore):
             vector; ``["$"]`` (the whole value) by default. ``put(..., index=[...])``
             overrides per item, ``index=False`` stores the item without a vector.
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for puts that give
-            none, ``refresh_on_read`` (default ``True``), ``sweep_interval_minutes``
+            none, ``refresh_on_read`` (reads restart an item's TTL; off unless set, as
+            in LangGraph's ``SqliteStore``), ``sweep_interval_minutes``
             (for :meth:`start_ttl_sweeper`), ``omit_expired`` (hide expired items
             before a sweep deletes them).
         clock: Returns the time in POSIX seconds (``time.time``); what TTLs and
@@ -382,6 +388,13 @@ class OffpromptStore(BaseStore):
             _check_filter(op.filter)
             if op.limit < 0 or op.offset < 0:
                 raise ValidationError(f"limit and offset must be >= 0, got {op.limit}, {op.offset}")
+
+    @property
+    def _refreshes(self) -> bool:
+        # As LangGraph's SqliteStore: a read's refresh_ttl takes effect only when the
+        # config turns refresh_on_read on (TTLConfig's docs say it defaults to True, but
+        # the reference store, and its tests, treat an unset refresh_on_read as off).
+        return bool(self.ttl_config and self.ttl_config.get("refresh_on_read", False))
 
     @property
     def _omit_expired(self) -> bool:
@@ -541,12 +554,19 @@ class OffpromptStore(BaseStore):
     def _ranked(
         self, query: str, base: dict[str, Any], keep: Callable[[_Record], bool], need: int
     ) -> list[tuple[str, float]]:
-        """``(item_id, score)`` of the best ``need`` items for ``query`` (hybrid, per field)."""
+        """``(item_id, score)`` of the best ``need`` items for ``query`` (hybrid, per field).
+
+        Points are ranked by ``(1 - w) * cosine + w * bm25 / best_bm25``; an item ranks as
+        its best point and reports that point's cosine similarity as its score (what
+        LangGraph's stores report), so a BM25-only match still carries a true cosine.
+        """
         vs = self.vector_store
         dense_w, sparse_w = vs.fusion_weights
         w = sparse_w / (dense_w + sparse_w) if dense_w + sparse_w > 0 else 0.0
         flt = {**base, "indexed": _VECTORS}
         top = max(need * 2, 20)
+        query_vector: list[float] | None = None
+        cosines: dict[str, float] = {}
         while True:
             dense = vs.search(self._namespace, query, top_n=top, filter=flt, mode="dense")
             sparse = (
@@ -554,24 +574,33 @@ class OffpromptStore(BaseStore):
                 if vs.sparse_encoder is not None and w > 0
                 else []
             )
-            best_bm25 = max((h.score for h in sparse), default=0.0)
-            points: dict[str, tuple[float, Any]] = {}
+            points: dict[str, tuple[float, Any]] = {}  # point id -> (fused, payload)
             for h in dense:
+                cosines[h.id] = h.score
                 points[h.id] = ((1 - w) * h.score, h.payload)
+            best_bm25 = max((h.score for h in sparse), default=0.0)
+            missing = [h for h in sparse if h.id not in cosines]
+            if missing:  # found by BM25 only: its cosine, from its own text
+                if query_vector is None:
+                    query_vector = vs.embedder.embed_query(query)
+                texts = vs.embedder.embed_documents([h.text for h in missing])
+                for h, vector in zip(missing, texts, strict=True):
+                    cosines[h.id] = _cosine(query_vector, vector)
+                    points[h.id] = ((1 - w) * cosines[h.id], h.payload)
             for h in sparse:
                 if best_bm25 > 0:
-                    prior = points.get(h.id, (0.0, h.payload))
-                    points[h.id] = (prior[0] + w * h.score / best_bm25, prior[1])
-            items: dict[str, float] = {}
-            for score, payload in points.values():
-                if not keep(_Record(id="", text="", payload=payload)):
+                    fused, payload = points[h.id]
+                    points[h.id] = (fused + w * h.score / best_bm25, payload)
+            items: dict[str, tuple[float, float]] = {}  # item id -> (fused, cosine)
+            for point_id, (fused, payload) in points.items():
+                if not keep(_Record(id=point_id, text="", payload=payload)):
                     continue
                 item_id = str(payload.get("owner") or payload["item_id"])
-                if score > items.get(item_id, -math.inf):
-                    items[item_id] = score
-            ranked = sorted(items.items(), key=lambda kv: -kv[1])
+                if fused > items.get(item_id, (-math.inf, 0.0))[0]:
+                    items[item_id] = (fused, cosines[point_id])
+            ranked = sorted(items.items(), key=lambda kv: -kv[1][0])
             if len(ranked) >= need or (len(dense) < top and len(sparse) < top):
-                return ranked[:need]
+                return [(item_id, cosine) for item_id, (_, cosine) in ranked[:need]]
             top *= 4
 
     def _search(self, op: SearchOp, now: float) -> list[SearchItem]:
@@ -589,7 +618,7 @@ class OffpromptStore(BaseStore):
 
         if not (op.query and op.query.strip()):
             page = self._scan({**base, "indexed": _ITEMS}, keep, need)[op.offset :]
-            if op.refresh_ttl:
+            if op.refresh_ttl and self._refreshes:
                 self._refresh(page, now)
             return [self._to_hit(r) for r in page]
         ranked = self._ranked(op.query, base, keep, need)[op.offset :]
@@ -602,7 +631,7 @@ class OffpromptStore(BaseStore):
             extra = extra[skip:]
             records.extend((r, 0.0) for r in extra)
             hits.extend(self._to_hit(r) for r in extra)
-        if op.refresh_ttl:
+        if op.refresh_ttl and self._refreshes:
             self._refresh([r for r, _ in records], now)
         return hits
 
@@ -662,6 +691,7 @@ class OffpromptStore(BaseStore):
                 for op in ops
                 if isinstance(op, GetOp)
                 and op.refresh_ttl
+                and self._refreshes
                 and _item_id(op.namespace, op.key) in gets
             ]
             results: list[Result] = []
