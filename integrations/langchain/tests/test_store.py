@@ -352,3 +352,32 @@ def test_search_match_condition_type_is_checked(store: OffpromptStore) -> None:
     bad = ListNamespacesOp(match_conditions=(MatchCondition("middle", ("a",)),))  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         store.batch([bad])
+
+
+def test_reads_without_a_query_are_limited_not_scans(store: OffpromptStore) -> None:
+    """Issue 15 item 2: search without a query scrolled the whole prefix and sorted in
+    Python; list_namespaces scrolled the whole collection. Both now read a page."""
+    store.batch([PutOp(("test", f"n{i % 7}"), f"k{i}", {"i": i}, index=False) for i in range(295)])
+    for i in range(295, 300):  # one put each: distinct updated_at (a batch shares one)
+        store.put(("test", f"n{i % 7}"), f"k{i}", {"i": i}, index=False)
+    reads: list[tuple[str, dict[str, Any]]] = []
+    vs = store.vector_store
+    scroll, iter_scroll = vs.scroll, vs.iter_scroll
+
+    def counting_scroll(*args: Any, **kwargs: Any) -> Any:
+        reads.append(("scroll", kwargs))
+        return scroll(*args, **kwargs)
+
+    def counting_iter(*args: Any, **kwargs: Any) -> Any:
+        reads.append(("iter_scroll", kwargs))
+        return iter_scroll(*args, **kwargs)
+
+    vs.scroll, vs.iter_scroll = counting_scroll, counting_iter  # type: ignore[method-assign]
+    page = store.search(("test",), limit=5)
+    assert [i.value["i"] for i in page] == [299, 298, 297, 296, 295]  # newest first
+    assert [kind for kind, _ in reads] == ["scroll"]
+    assert reads[0][1]["limit"] <= 10 and reads[0][1]["order_by"] == "updated_ts"
+    reads.clear()
+    assert store.list_namespaces(prefix=("test",)) == [("test", f"n{i}") for i in range(7)]
+    assert reads == []  # the registry is read by id, not by scrolling items
+    assert store.list_namespaces(prefix=["test"], max_depth=1) == [("test",)]  # a list too

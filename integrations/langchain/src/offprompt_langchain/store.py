@@ -19,8 +19,8 @@ Mapping to Qdrant, per item (payload of its point)::
 Every read is an indexed, ordered, limited Qdrant read, so its cost follows the page
 size, not the number of items: a search without a query is a scroll ordered by
 ``updated_ts`` (newest first) with ``limit``; ``list_namespaces`` reads a registry of
-namespaces (one vectorless point per namespace in ``<namespace>.namespaces``) kept as
-items are written and deleted; ``get`` fetches by id.
+namespaces (metadata documents read by point id: the root labels, and the namespaces
+under each root) kept as items are written and deleted; ``get`` fetches by id.
 
 Semantic search embeds the text at each configured field path separately (``"$"``: the
 whole value as JSON, LangGraph's default; a ``[*]`` path yields one text per element),
@@ -253,8 +253,8 @@ class OffpromptStore(BaseStore):
     Args:
         vector_store: Where items live (an embedded in-memory store if omitted, owned
             and closed by :meth:`close`). Its embedder (and BM25 encoder) do the search.
-        namespace: The vector-store namespace that holds every item; the namespace
-            registry lives in ``f"{namespace}.namespaces"``.
+        namespace: The vector-store namespace that holds every item (and, as its
+            metadata documents, the registry of LangGraph namespaces).
         fields: Paths whose text is embedded (LangGraph path syntax), each text its own
             vector; ``["$"]`` (the whole value) by default. ``put(..., index=[...])``
             overrides per item, ``index=False`` stores the item without a vector.
@@ -288,7 +288,6 @@ class OffpromptStore(BaseStore):
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._namespace = validate_namespace(namespace)
-        self._registry = validate_namespace(f"{namespace}.namespaces")
         self.ttl_config = _check_ttl_config(ttl)
         if not callable(clock):
             raise ValidationError(f"clock must be callable, got {type(clock).__name__}")
@@ -314,10 +313,27 @@ class OffpromptStore(BaseStore):
 
     # ------------------------------------------------------------------ helpers
 
+    # The namespace registry: metadata documents of the items' vector-store namespace,
+    # each read by its point id (O(1), unlike a filtered scroll, which qdrant-edge walks
+    # point by point): ``roots`` lists the first labels in use, ``ns:<root>`` the
+    # namespaces (JSON) under one root label.
+    _ROOTS = "roots"
+
+    def _registry_doc(self, key: str) -> list[str]:
+        doc = self.vector_store.get_metadata(self._namespace, key)
+        return list(doc.get("entries", [])) if doc else []
+
+    def _put_registry_doc(self, key: str, entries: Iterable[str]) -> None:
+        entries = sorted(set(entries))
+        if entries:
+            self.vector_store.put_metadata(self._namespace, key, {"entries": entries})
+        else:
+            self.vector_store.delete_metadata(self._namespace, key)
+
     def _upgrade(self) -> None:
         """Build the namespace registry (and TTL fields) of a store written before them."""
         vs = self.vector_store
-        if vs.count(self._registry) or not vs.count(self._namespace):
+        if self._registry_doc(self._ROOTS) or not vs.count(self._namespace):
             return
         seen: set[str] = set()
         for batch in vs.iter_scroll(self._namespace, filter={"indexed": _ITEMS}):
@@ -328,21 +344,19 @@ class OffpromptStore(BaseStore):
         self._register([tuple(json.loads(ns)) for ns in seen])
 
     def _register(self, namespaces: Iterable[tuple[str, ...]]) -> None:
-        dims = self.vector_store.embedder.dimensions
-        records = [
-            VectorRecord(
-                id=_ns_json(ns),
-                text="",
-                vector=[0.0] * dims,
-                payload={
-                    "ns": _ns_json(ns),
-                    "ns_prefixes": [_ns_json(ns[:n]) for n in range(1, len(ns) + 1)],
-                },
-            )
-            for ns in dict.fromkeys(namespaces)
-        ]
-        if records:
-            self.vector_store.upsert(self._registry, records)
+        by_root: dict[str, set[str]] = {}
+        for ns in namespaces:
+            by_root.setdefault(ns[0], set()).add(_ns_json(ns))
+        if not by_root:
+            return
+        for root, added in by_root.items():
+            key = "ns:" + _ns_json([root])
+            known = set(self._registry_doc(key))
+            if not added <= known:
+                self._put_registry_doc(key, known | added)
+        roots = set(self._registry_doc(self._ROOTS))
+        if not set(by_root) <= roots:
+            self._put_registry_doc(self._ROOTS, roots | set(by_root))
 
     def _unregister_if_empty(self, namespaces: Iterable[str]) -> None:
         """Drop registry entries of namespaces (JSON) that no longer hold an item."""
@@ -352,8 +366,24 @@ class OffpromptStore(BaseStore):
             for ns in dict.fromkeys(namespaces)
             if not vs.count(self._namespace, filter={"ns": ns, "indexed": _ITEMS})
         ]
-        if empty:
-            vs.delete(self._registry, ids=empty)
+        by_root: dict[str, set[str]] = {}
+        for ns in empty:
+            by_root.setdefault(json.loads(ns)[0], set()).add(ns)
+        emptied: set[str] = set()
+        for root, gone in by_root.items():
+            key = "ns:" + _ns_json([root])
+            left = set(self._registry_doc(key)) - gone
+            self._put_registry_doc(key, left)
+            if not left:
+                emptied.add(root)
+        if emptied:
+            self._put_registry_doc(self._ROOTS, set(self._registry_doc(self._ROOTS)) - emptied)
+
+    def _registered(self, root: str | None) -> list[tuple[str, ...]]:
+        roots = [root] if root is not None else self._registry_doc(self._ROOTS)
+        return [
+            tuple(json.loads(ns)) for r in roots for ns in self._registry_doc("ns:" + _ns_json([r]))
+        ]
 
     def _validate(self, op: Op) -> None:
         if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
@@ -645,11 +675,7 @@ class OffpromptStore(BaseStore):
                         break
                     literal.append(label)
                 break
-        flt = {"ns_prefixes": _ns_json(literal)} if literal else None
-        found = [
-            tuple(json.loads(r.payload["ns"]))
-            for r in self.vector_store.scroll(self._registry, filter=flt)
-        ]
+        found = self._registered(literal[0] if literal else None)
         found = [ns for ns in found if all(_matches(c, ns) for c in conditions)]
         if self._omit_expired:
             live = self._live(now)
