@@ -381,3 +381,28 @@ def test_reads_without_a_query_are_limited_not_scans(store: OffpromptStore) -> N
     assert store.list_namespaces(prefix=("test",)) == [("test", f"n{i}") for i in range(7)]
     assert reads == []  # the registry is read by id, not by scrolling items
     assert store.list_namespaces(prefix=["test"], max_depth=1) == [("test",)]  # a list too
+
+
+async def test_concurrent_async_calls_share_a_thread_hop_and_keep_their_own_errors(
+    store: OffpromptStore,
+) -> None:
+    import threading
+
+    await store.aput(("a",), "k", {"v": 1})
+    threads: list[int] = []
+    batch = store.batch
+
+    def recording_batch(ops: Any) -> Any:
+        threads.append(threading.get_ident())
+        return batch(ops)
+
+    store.batch = recording_batch  # type: ignore[method-assign]
+    results = await asyncio.gather(
+        *[store.aget(("a",), "k") for _ in range(20)],
+        store.abatch([PutOp(("a",), "bad", "not a dict")]),  # type: ignore[arg-type]
+        return_exceptions=True,
+    )
+    assert all(r is not None and r.value == {"v": 1} for r in results[:20])  # type: ignore[union-attr]
+    assert isinstance(results[20], ValidationError)  # only the bad call fails
+    assert len(threads) == 21 and len(set(threads)) == 1  # one worker-thread hop for all
+    assert threading.get_ident() not in threads  # and never on the event loop
