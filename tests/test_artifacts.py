@@ -172,3 +172,47 @@ def test_unicode_and_large_text_round_trip() -> None:
 def test_list_of_dicts_is_rebuilt_through_the_registry() -> None:
     restored = ListArtifact(value=[{"type": "InfoArtifact", "value": "i"}])
     assert isinstance(restored.value[0], InfoArtifact)
+
+
+def test_list_artifact_iterates_over_its_artifacts() -> None:
+    """Issue 15 item 6: iterating a ListArtifact gave pydantic's (field, value) pairs."""
+    foo, bar = TextArtifact("foo"), BlobArtifact(b"bar")
+    items = ListArtifact([foo, bar])
+    assert list(items) == [foo, bar]
+    assert [a.value for a in items] == ["foo", b"bar"]
+    assert foo in items and TextArtifact("other") not in items
+    assert list(reversed(items)) == [bar, foo]
+    assert list(ListArtifact([])) == []
+
+
+@pytest.mark.parametrize(
+    "artifact",
+    [
+        TextArtifact("abc"),
+        JsonArtifact({"a": 1}),
+        BlobArtifact(b"xyz"),
+        InfoArtifact("i"),
+        ErrorArtifact("e"),
+        BooleanArtifact(True),
+        GenericArtifact({"k": "v"}),
+    ],
+    ids=lambda a: type(a).__name__,
+)
+def test_other_artifacts_refuse_iteration_instead_of_yielding_fields(
+    artifact: BaseArtifact,
+) -> None:
+    with pytest.raises(TypeError, match=f"{type(artifact).__name__} is not iterable"):
+        list(artifact)
+    assert artifact.model_dump()["type"] == type(artifact).__name__  # fields stay reachable
+
+
+def test_load_artifacts_iterates_like_a_sequence() -> None:
+    from offprompt.task_memory import TaskMemory
+
+    memory = TaskMemory()
+    memory.process_output(
+        "web", "get", ListArtifact([TextArtifact("one"), TextArtifact("two")], name="ns")
+    )
+    loaded = memory.load_artifacts("ns")
+    assert [a.to_text() for a in loaded] == ["one", "two"]
+    assert all(isinstance(a, TextArtifact) for a in memory.load_artifacts("ns"))

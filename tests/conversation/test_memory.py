@@ -52,7 +52,11 @@ def conversation(seed: int, runs: int) -> list[Message]:
 def reference_window(
     messages: list[Message], counts: list[int], budget: int
 ) -> tuple[list[Message], bool]:
-    """Brute force: system prompt + the most newest whole runs whose total fits."""
+    """Brute force: system prompt + the most newest whole runs whose total fits.
+
+    When not even the newest run fits, an answered one is left out whole (issue 15
+    item 9) and only a pending one is cut to its user message (overflow).
+    """
     first_user = next(i for i, m in enumerate(messages) if m.role == "user")
     pinned = [i for i in range(first_user) if messages[i].role == "system"]
     starts = [i for i, m in enumerate(messages) if m.role == "user"]
@@ -64,6 +68,9 @@ def reference_window(
         else:
             break
     if chosen is None:
+        last = messages[-1]
+        if len(messages) - 1 > starts[-1] and last.role == "assistant" and not last.tool_calls:
+            return [messages[i] for i in pinned], remaining < 0
         return [messages[i] for i in pinned] + [messages[starts[-1]]], True
     return [messages[i] for i in pinned] + messages[chosen:], False
 
@@ -91,7 +98,7 @@ def test_window_matches_brute_force_and_keeps_the_rules(store: BaseStore, seed: 
         if not overflow:
             assert window.tokens <= budget
         body = [m for m in window if m.role != "system"]
-        assert body[0].role == "user"
+        assert not body or body[0].role == "user"
         called = {c.id for m in window for c in m.tool_calls}
         assert all(m.tool_call_id in called for m in window if m.role == "tool")
 
@@ -115,15 +122,40 @@ def test_overflow_returns_system_and_newest_user_message_and_logs_once(
             Message.user("old"),
             Message.assistant("a"),
             Message.user("newest " * 200),
-            Message.assistant("long " * 200),
+            Message.assistant(tool_calls=[ToolCall(id="c1", name="lookup", arguments={})]),
+            Message.tool("long " * 200, tool_call_id="c1"),
         ]
     )
     with caplog.at_level(logging.WARNING, logger="offprompt.conversation"):
         first = memory.window(30)
         second = memory.window(30)
+    # the newest run is still waiting for its answer: it is cut down to its user message
     assert [m.text for m in first] == ["sys", "newest " * 200]
     assert first.overflow and second.overflow and first.tokens > first.budget
     assert sum("not even the newest run fits" in r.message for r in caplog.records) == 1
+
+
+def test_an_answered_run_is_whole_or_absent(store: BaseStore) -> None:
+    """Issue 15 item 9: with room for one message, [user, assistant] gave the old question
+    alone, which a model answers again. An answered run is sent whole or not at all."""
+    memory = ConversationMemory(store, "answered")
+    memory.add_messages([Message.system("sys"), Message.user("old question " * 20)])
+    memory.add_messages([Message.assistant("its answer " * 20)])
+    room = memory.window(10)
+    assert [m.text for m in room] == ["sys"] and not room.overflow and room.dropped == 2
+    # a tool call and its result are not an answer: that run is pending, cut to its user
+    memory.add_messages(
+        [
+            Message.user("new question"),
+            Message.assistant(tool_calls=[ToolCall(id="t", name="look", arguments={})]),
+            Message.tool("result " * 50, tool_call_id="t"),
+        ]
+    )
+    pending = memory.window(20)
+    assert [m.text for m in pending] == ["sys", "new question"] and pending.overflow
+    memory.add_messages([Message.assistant("done")])
+    assert [m.text for m in memory.window(20)] == ["sys"]
+    assert [m.text for m in memory.window(10_000)][-1] == "done"
 
 
 def test_no_run_yet_gives_the_system_prompt_only() -> None:
@@ -250,6 +282,9 @@ def test_unicode_and_a_1mb_message_round_trip_through_memory(tmp_path: Path) -> 
     memory.add_messages([Message.user(big), Message.assistant("ok ✓")])
     again = ConversationMemory(SQLiteStore(tmp_path / "m.db"), "ü-🚀")
     assert [m.text for m in again.messages()] == [big, "ok ✓"]
+    window = again.window(100)
+    assert not window.overflow and list(window) == []  # answered: whole or not at all
+    again.add_messages([Message.user(big)])
     window = again.window(100)
     assert window.overflow and [m.text for m in window] == [big]
 

@@ -146,6 +146,18 @@ def test_model_input_is_the_conversation_memory_window() -> None:
             )
 
 
+def test_trimming_never_sends_an_answered_question_without_its_answer() -> None:
+    """Issue 15 item 9, in the middleware: the input ends on an answered run too big for
+    the budget; it is left out whole, never cut down to its question."""
+    model = ScriptedChatModel(script=["fine"])
+    agent = _conversation_agent(model, OffpromptMiddleware(TaskMemory(), max_tokens=120))
+    question, answer = HumanMessage("old question " * 40), AIMessage("old answer " * 40)
+    agent.invoke({"messages": [question, answer]}, thread("answered"))
+    sent = model.calls[-1]
+    assert [type(m) for m in sent] == [SystemMessage]
+    assert all(question.content not in str(m.content) for m in sent)
+
+
 def _summarizer() -> LangChainSummarizer:
     """The real LangChain summarizer bridge over a scripted model that restates the transcript."""
 

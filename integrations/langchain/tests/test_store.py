@@ -219,9 +219,33 @@ def test_persists_across_reopen(tmp_path: Path) -> None:
     again.vector_store.close()
 
 
-def test_ttl_is_refused(store: OffpromptStore) -> None:
-    with pytest.raises(NotImplementedError):
-        store.put(("a",), "k", {"v": 1}, ttl=5)
+def test_ttl_expires_refreshes_and_sweeps() -> None:
+    """Issue 15 item 4: TTL was refused; it now follows LangGraph's TTLConfig."""
+    now = [1_000.0]
+    store = OffpromptStore(
+        ttl={"default_ttl": 1.0, "omit_expired": True, "refresh_on_read": True},
+        clock=lambda: now[0],
+    )
+    store.put(("a",), "short", {"v": 1})  # default: 1 minute
+    store.put(("a",), "long", {"v": 2}, ttl=10)
+    store.put(("a",), "forever", {"v": 3}, ttl=None)
+    now[0] += 50
+    assert store.get(("a",), "short") is not None  # read: its minute starts again
+    now[0] += 50
+    assert {i.key for i in store.search(("a",))} == {"short", "long", "forever"}
+    now[0] += 61
+    assert store.get(("a",), "short", refresh_ttl=False) is None  # expired, hidden
+    assert store.sweep_ttl() == 1
+    assert {i.key for i in store.search(("a",), refresh_ttl=False)} == {"long", "forever"}
+    now[0] += 600
+    assert store.sweep_ttl() == 1 and store.list_namespaces() == [("a",)]
+    store.delete(("a",), "forever")
+    assert store.list_namespaces() == []
+    with pytest.raises(ValidationError, match="ttl must be minutes > 0"):
+        store.put(("a",), "k", {"v": 1}, ttl=-5)
+    with pytest.raises(ValidationError, match="unknown TTLConfig keys"):
+        OffpromptStore(ttl={"default": 5})  # type: ignore[typeddict-unknown-key]
+    store.close()
 
 
 # ------------------------------------------------------------------ in LangGraph / agents
@@ -328,3 +352,57 @@ def test_search_match_condition_type_is_checked(store: OffpromptStore) -> None:
     bad = ListNamespacesOp(match_conditions=(MatchCondition("middle", ("a",)),))  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         store.batch([bad])
+
+
+def test_reads_without_a_query_are_limited_not_scans(store: OffpromptStore) -> None:
+    """Issue 15 item 2: search without a query scrolled the whole prefix and sorted in
+    Python; list_namespaces scrolled the whole collection. Both now read a page."""
+    store.batch([PutOp(("test", f"n{i % 7}"), f"k{i}", {"i": i}, index=False) for i in range(295)])
+    for i in range(295, 300):  # one put each: distinct updated_at (a batch shares one)
+        store.put(("test", f"n{i % 7}"), f"k{i}", {"i": i}, index=False)
+    reads: list[tuple[str, dict[str, Any]]] = []
+    vs = store.vector_store
+    scroll, iter_scroll = vs.scroll, vs.iter_scroll
+
+    def counting_scroll(*args: Any, **kwargs: Any) -> Any:
+        reads.append(("scroll", kwargs))
+        return scroll(*args, **kwargs)
+
+    def counting_iter(*args: Any, **kwargs: Any) -> Any:
+        reads.append(("iter_scroll", kwargs))
+        return iter_scroll(*args, **kwargs)
+
+    vs.scroll, vs.iter_scroll = counting_scroll, counting_iter  # type: ignore[method-assign]
+    page = store.search(("test",), limit=5)
+    assert [i.value["i"] for i in page] == [299, 298, 297, 296, 295]  # newest first
+    assert [kind for kind, _ in reads] == ["scroll"]
+    assert reads[0][1]["limit"] <= 10 and reads[0][1]["order_by"] == "updated_ts"
+    reads.clear()
+    assert store.list_namespaces(prefix=("test",)) == [("test", f"n{i}") for i in range(7)]
+    assert reads == []  # the registry is read by id, not by scrolling items
+    assert store.list_namespaces(prefix=["test"], max_depth=1) == [("test",)]  # a list too
+
+
+async def test_concurrent_async_calls_share_a_thread_hop_and_keep_their_own_errors(
+    store: OffpromptStore,
+) -> None:
+    import threading
+
+    await store.aput(("a",), "k", {"v": 1})
+    threads: list[int] = []
+    batch = store.batch
+
+    def recording_batch(ops: Any) -> Any:
+        threads.append(threading.get_ident())
+        return batch(ops)
+
+    store.batch = recording_batch  # type: ignore[method-assign]
+    results = await asyncio.gather(
+        *[store.aget(("a",), "k") for _ in range(20)],
+        store.abatch([PutOp(("a",), "bad", "not a dict")]),  # type: ignore[arg-type]
+        return_exceptions=True,
+    )
+    assert all(r is not None and r.value == {"v": 1} for r in results[:20])  # type: ignore[union-attr]
+    assert isinstance(results[20], ValidationError)  # only the bad call fails
+    assert len(threads) == 21 and len(set(threads)) == 1  # one worker-thread hop for all
+    assert threading.get_ident() not in threads  # and never on the event loop

@@ -40,8 +40,36 @@ def test_is_an_async_db_chat_store(db: Path) -> None:
     store = OffpromptChatStore(path=db)
     assert isinstance(store, AsyncDBChatStore)
     assert OffpromptChatStore.class_name() == "OffpromptChatStore"
-    assert store.model_dump() == {"class_name": "OffpromptChatStore", "path": str(db)}
+    assert store.model_dump() == {
+        "class_name": "OffpromptChatStore",
+        "path": str(db),
+        "store_type": "SQLiteStore",
+    }
     assert isinstance(store.store, SQLiteStore)
+
+
+async def test_settings_load_back(db: Path) -> None:
+    """Issue 15 item 5: model_validate(model_dump()) raised a plain TypeError."""
+    store = OffpromptChatStore(path=db)
+    await store.add_message("k", user("kept"))
+    again = OffpromptChatStore.model_validate(store.model_dump())
+    assert again.path == str(db) and again.model_dump() == store.model_dump()
+    assert [m.content for m in await again.get_messages("k")] == ["kept"]
+    from_json = OffpromptChatStore.model_validate_json(store.model_dump_json())
+    assert from_json.path == str(db)
+
+
+def test_settings_of_another_class_or_an_unreopenable_store_are_refused(db: Path) -> None:
+    # pydantic wraps the error model_validate meets in its own ValidationError (a ValueError)
+    with pytest.raises(ValueError, match="for 'SQLAlchemyChatStore', not 'OffpromptChatStore'"):
+        OffpromptChatStore.model_validate({"class_name": "SQLAlchemyChatStore", "path": str(db)})
+    with pytest.raises(ValueError, match="used a QdrantStore, which a dump cannot reopen"):
+        OffpromptChatStore.model_validate(
+            {"class_name": "OffpromptChatStore", "path": None, "store_type": "QdrantStore"}
+        )
+    with pytest.raises(ValidationError, match="QdrantStore"):
+        OffpromptChatStore(store_type="QdrantStore")
+    assert not db.exists()  # nothing was created by the refused settings
 
 
 async def test_statuses_archive_and_delete(db: Path) -> None:
@@ -185,6 +213,7 @@ def test_works_on_a_qdrant_store() -> None:
     assert len(memory.get_all()) == 16
     assert len(memory.get_all(status=MessageStatus.ARCHIVED)) > 0
     assert store.model_dump()["path"] is None
+    assert store.model_dump()["store_type"] == type(store.store).__name__
 
 
 def test_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

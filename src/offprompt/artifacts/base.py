@@ -6,7 +6,7 @@ import builtins
 import json
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -113,6 +113,14 @@ class BaseArtifact(BaseModel, ABC):
     def __len__(self) -> int:
         """Length of :meth:`to_text` in characters (bytes for blobs, items for lists)."""
         return len(self.to_text())
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        # pydantic would yield (field, value) pairs here, which reads like data but is
+        # not; only ListArtifact is a sequence (it overrides this), as in Griptape.
+        raise TypeError(
+            f"{builtins.type(self).__name__} is not iterable; use .value or .to_text()"
+            " (use model_dump() for its fields)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict that :meth:`from_dict` turns back into an equal artifact."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import PrivateAttr, SerializeAsAny, field_validator, model_validator
@@ -77,3 +78,13 @@ class ListArtifact(BaseArtifact):
 
     def __getitem__(self, index: int) -> BaseArtifact:
         return self.value[index]
+
+    def __iter__(self) -> Iterator[BaseArtifact]:  # type: ignore[override]
+        """The items, in order (not pydantic's field pairs)."""
+        return iter(self.value)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.value
+
+    def __reversed__(self) -> Iterator[BaseArtifact]:
+        return reversed(self.value)

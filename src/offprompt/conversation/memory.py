@@ -101,9 +101,13 @@ class Window(list[Message]):
         tokens: Stored token counts of the messages in the window, summed.
         budget: ``max_tokens - reserve``.
         dropped: Messages of the history left out.
-        overflow: ``True`` when not even the newest run fit: the window then holds the
-            system message(s) and the newest user message only (and may exceed
-            ``budget``), or, if there is no run, system messages over budget.
+        overflow: ``True`` when not even the newest run fit and that run is still
+            waiting for its answer: the window then holds the system message(s) and the
+            newest user message only (and may exceed ``budget``), or, if there is no
+            run, system messages over budget. A newest run that already has its final
+            answer is never cut: if it does not fit, the window holds no run at all
+            (like LlamaIndex's ``ChatMemoryBuffer``), and ``overflow`` is ``True`` only
+            if the system messages alone are over budget.
     """
 
     def __init__(
@@ -143,6 +147,11 @@ def group_runs(stored: Sequence[StoredMessage]) -> tuple[list[StoredMessage], li
         Run([s.message for s in g], [s.seq for s in g], sum(s.tokens for s in g)) for g in groups
     ]
     return preamble, runs
+
+
+def is_final_answer(message: Message) -> bool:
+    """Whether ``message`` completes a run: an assistant reply that calls no tool."""
+    return message.role == "assistant" and not message.tool_calls
 
 
 def check_budget(max_tokens: Any, reserve: Any) -> int:
@@ -453,10 +462,12 @@ class ConversationMemory:
 
         System messages before the first user message are always kept and counted.
         The rest is a suffix of whole runs: it starts on a user message and never
-        separates a tool result from the assistant message that called it. If not even
-        the newest run fits, the window holds the system message(s) and the newest user
-        message only, ``overflow`` is ``True``, and a warning is logged (once per
-        memory object) on the ``offprompt.conversation`` logger.
+        separates a tool result from the assistant message that called it. A run that
+        has its final answer is included whole or not at all. If not even the newest
+        run fits and it is still pending (the turn being answered now), the window
+        holds the system message(s) and the newest user message only, ``overflow`` is
+        ``True``, and a warning is logged (once per memory object) on the
+        ``offprompt.conversation`` logger; if it is answered, the window holds no run.
 
         Raises:
             ValidationError: ``max_tokens <= 0``, ``reserve < 0`` or ``reserve >= max_tokens``.
@@ -492,11 +503,16 @@ class ConversationMemory:
             k = bisect.bisect_left(self._run_prefix, total - remaining, lo=first_run)
             if k < len(self._run_pos):
                 start, end = self._run_pos[k], len(seqs)
-            else:
+                body = self.store.read(self.session_id, start=seqs[start], end=seqs[end - 1] + 1)
+            elif not self._newest_run_answered():
+                # Only the turn being answered now may be cut, to its user message.
                 overflow = True
                 start = self._run_pos[-1]
-                end = start + 1
-            body = self.store.read(self.session_id, start=seqs[start], end=seqs[end - 1] + 1)
+                body = self.store.read(self.session_id, start=seqs[start], end=seqs[start] + 1)
+            else:
+                # An answered run is sent whole or not at all (a question seen without
+                # its answer gets answered again), so no run is sent.
+                overflow = remaining < 0
         elif remaining < 0:
             overflow = True
         pinned: list[StoredMessage] = []
@@ -540,6 +556,13 @@ class ConversationMemory:
         )
         self._trace_window(window, pinned, body, extra, first_run)
         return window
+
+    def _newest_run_answered(self) -> bool:
+        """Whether the newest run ends with its final answer (caller holds the lock)."""
+        last = len(self._seqs) - 1
+        if not self._run_pos or last == self._run_pos[-1]:
+            return False
+        return is_final_answer(self.store.read(self.session_id, start=self._seqs[last])[-1].message)
 
     def _trace_window(
         self,

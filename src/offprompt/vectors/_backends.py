@@ -377,16 +377,23 @@ class EdgeBackend:
         ]
 
     def scroll(
-        self, cond: Cond, *, limit: int, offset: str | None = None, order_by: str | None = None
+        self,
+        cond: Cond,
+        *,
+        limit: int,
+        offset: str | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
     ) -> tuple[list[Scored], str | None]:
         qe = self.qe
+        direction = qe.Direction.Desc if descending else qe.Direction.Asc
         request = qe.ScrollRequest(
             offset=offset,
             limit=limit,
             filter=self._filter(cond),
             with_payload=True,
             with_vector=False,
-            order_by=qe.OrderBy(order_by, direction=qe.Direction.Asc) if order_by else None,
+            order_by=qe.OrderBy(order_by, direction=direction) if order_by else None,
         )
         records, next_offset = self.shard.scroll(request)
         out = [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
@@ -615,7 +622,13 @@ class ClientBackend:
         ]
 
     def scroll_args(
-        self, cond: Cond, *, limit: int, offset: str | None, order_by: str | None
+        self,
+        cond: Cond,
+        *,
+        limit: int,
+        offset: str | None,
+        order_by: str | None,
+        descending: bool = False,
     ) -> dict[str, Any]:
         args: dict[str, Any] = {
             "collection_name": self.collection,
@@ -625,7 +638,8 @@ class ClientBackend:
             "with_vectors": False,
         }
         if order_by:
-            args["order_by"] = self.models.OrderBy(key=order_by)
+            direction = self.models.Direction.DESC if descending else self.models.Direction.ASC
+            args["order_by"] = self.models.OrderBy(key=order_by, direction=direction)
         elif offset is not None:
             args["offset"] = offset
         return args
@@ -651,11 +665,19 @@ class ClientBackend:
             return self.scored(self.client.query_points(**args).points)
 
     def scroll(
-        self, cond: Cond, *, limit: int, offset: str | None = None, order_by: str | None = None
+        self,
+        cond: Cond,
+        *,
+        limit: int,
+        offset: str | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
     ) -> tuple[list[Scored], str | None]:
         with self.lock:
             records, nxt = self.client.scroll(
-                **self.scroll_args(cond, limit=limit, offset=offset, order_by=order_by)
+                **self.scroll_args(
+                    cond, limit=limit, offset=offset, order_by=order_by, descending=descending
+                )
             )
         return self.scored(records), (str(nxt) if nxt is not None and not order_by else None)
 

@@ -509,23 +509,37 @@ class QdrantVectorStore:
         *,
         filter: Mapping[str, Any] | None = None,
         order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
     ) -> list[VectorRecord]:
         """Every record of ``namespace`` (matching ``filter``), ascending by ``order_by`` if given.
 
         ``order_by`` names a numeric payload field; it is indexed as ``integer`` on
         first use unless :meth:`create_payload_index` declared it otherwise.
+        ``descending`` reverses that order; ``limit`` returns only the first ``limit``
+        records of it (one indexed, ordered read: its cost follows ``limit``, not the
+        size of the namespace).
         """
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ValidationError(f"limit must be an int >= 0, got {limit!r}")
+        if limit == 0:
+            return []
         if order_by is None:
+            if limit is not None:
+                page, _ = self._backend.scroll(self._cond(namespace, filter), limit=limit)
+                return [self._record(s) for s in page]
             return [r for batch in self.iter_scroll(namespace, filter=filter) for r in batch]
         if order_by in RESERVED_KEYS:
             raise ValidationError(f"cannot order by reserved key {order_by!r}")
         cond = self._cond(namespace, filter)
         if order_by not in self._core.index_kinds:
             self.create_payload_index(order_by, "integer")
-        total = self._backend.count(cond)
+        total = limit if limit is not None else self._backend.count(cond)
         if total == 0:
             return []
-        page, _ = self._backend.scroll(cond, limit=total, order_by=order_by)
+        page, _ = self._backend.scroll(cond, limit=total, order_by=order_by, descending=descending)
         return [self._record(s) for s in page]
 
     def set_payload(self, namespace: str, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
@@ -705,11 +719,20 @@ class QdrantVectorStore:
         *,
         filter: Mapping[str, Any] | None = None,
         order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
     ) -> list[VectorRecord]:
         """Async twin of :meth:`scroll`."""
         native = self._native_async()
-        if native is None or order_by is not None:
-            return await asyncio.to_thread(self.scroll, namespace, filter=filter, order_by=order_by)
+        if native is None or order_by is not None or limit is not None:
+            return await asyncio.to_thread(
+                self.scroll,
+                namespace,
+                filter=filter,
+                order_by=order_by,
+                descending=descending,
+                limit=limit,
+            )
         cond = self._cond(namespace, filter)
         out: list[VectorRecord] = []
         offset: str | None = None

@@ -488,8 +488,11 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
             return pinned + messages[last_user:]
         body = len(window) - len(pinned) - extra
+        if body <= 0:
+            # the window's rule: an answered newest run that does not fit is left out whole
+            return pinned
         start = len(messages) - body
-        if body <= 0 or roles[start] != "user":
+        if roles[start] != "user":
             return pinned + messages[len(messages) - 1 - list(roles)[::-1].index("user") :]
         return pinned + messages[start:]
 

@@ -132,7 +132,21 @@ class OffpromptChatStore(AsyncDBChatStore):
         path: str | Path | None = None,
         tokenizer: Tokenizer | None = None,
         tracer: Tracer | None = None,
+        class_name: str | None = None,
+        store_type: str | None = None,
     ) -> None:
+        # class_name and store_type come back from model_dump(), so that
+        # model_validate(dump) and from_dict(dump) rebuild the store like
+        # SQLAlchemyChatStore does; only a SQLite file can be reopened from a dump.
+        if class_name is not None and class_name != self.class_name():
+            raise ValidationError(
+                f"these settings are for {class_name!r}, not {self.class_name()!r}"
+            )
+        if store is None and store_type not in (None, SQLiteStore.__name__):
+            raise ValidationError(
+                f"the dumped chat store used a {store_type}, which a dump cannot reopen;"
+                " pass store= to rebuild it"
+            )
         if store is None:
             store = SQLiteStore(path)
         elif path is not None:
@@ -162,7 +176,11 @@ class OffpromptChatStore(AsyncDBChatStore):
     @model_serializer()
     def _dump(self) -> dict[str, Any]:
         # The store is referenced by its location, never copied.
-        return {"class_name": self.class_name(), "path": self.path}
+        return {
+            "class_name": self.class_name(),
+            "path": self.path,
+            "store_type": type(self._store).__name__,
+        }
 
     # -- sync core (each public coroutine runs one of these in a worker thread) -----------
     def _archived(self, key: str) -> list[list[int]]:
