@@ -532,24 +532,27 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         ns_filter = configurable.get("checkpoint_ns")
         wanted_id = configurable.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
+        candidates = [
+            (checkpoint_id, thread_id, ns)
+            for thread_id in threads
+            for ns, checkpoint_id in self._checkpoint_ids(thread_id, ns_filter)
+            if (not wanted_id or checkpoint_id == wanted_id)
+            and (not before_id or checkpoint_id < before_id)
+        ]
+        candidates.sort(reverse=True)  # newest first across threads, as the SQL savers
         remaining = limit
-        for thread_id in threads:
-            for ns, checkpoint_id in self._checkpoint_ids(thread_id, ns_filter):
-                if remaining is not None and remaining <= 0:
-                    return
-                if wanted_id and checkpoint_id != wanted_id:
-                    continue
-                if before_id and checkpoint_id >= before_id:
-                    continue
-                with self._lock:
-                    found = self._tuple(thread_id, ns, checkpoint_id)
-                if found is None:
-                    continue
-                if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
-                    continue
-                if remaining is not None:
-                    remaining -= 1
-                yield found
+        for checkpoint_id, thread_id, ns in candidates:
+            if remaining is not None and remaining <= 0:
+                return
+            with self._lock:
+                found = self._tuple(thread_id, ns, checkpoint_id)
+            if found is None:
+                continue
+            if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
+                continue
+            if remaining is not None:
+                remaining -= 1
+            yield found
 
     # -- writing ---------------------------------------------------------------------
     def put(
