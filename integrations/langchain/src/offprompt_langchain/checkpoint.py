@@ -60,7 +60,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from offprompt.errors import DeserializationError, NamespaceError, ValidationError
+from offprompt.errors import (
+    DeserializationError,
+    NamespaceError,
+    OffpromptError,
+    ValidationError,
+)
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore, ConversationStore, SessionVersion
 from offprompt.tokens import Tokenizer, default_tokenizer
@@ -173,7 +178,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         serde: LangGraph's serializer for checkpoints, metadata, channels and writes
             (``JsonPlusSerializer`` by default; ``EncryptedSerializer`` works).
         scope: The offprompt partition (tenant, user, agent) the threads live in.
-        messages_channel: The root channel stored as the conversation session.
+        messages_channel: The root channel stored as the conversation session; ``None``
+            keeps every channel in ``serde`` (e.g. so an ``EncryptedSerializer`` covers
+            the messages too; the thread is then not readable as a session).
         tokenizer: Counts each stored message's tokens once (offprompt's default).
 
     Example:
@@ -192,7 +199,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         api_key: str | None = None,
         serde: SerializerProtocol | None = None,
         scope: Scope | None = None,
-        messages_channel: str = "messages",
+        messages_channel: str | None = "messages",
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(serde=serde)
@@ -201,9 +208,11 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             raise ValidationError(f"give one of store, path or url, not {' and '.join(given)}")
         if api_key is not None and url is None:
             raise ValidationError("api_key is for a Qdrant server: give url= with it")
-        if not isinstance(messages_channel, str) or not messages_channel:
+        if messages_channel is not None and (
+            not isinstance(messages_channel, str) or not messages_channel
+        ):
             raise ValidationError(
-                f"messages_channel must be a non-empty str, got {messages_channel!r}"
+                f"messages_channel must be a non-empty str or None, got {messages_channel!r}"
             )
         self._owns_store = store is None
         if store is None:
@@ -304,8 +313,20 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 key=key,
             ) from None
 
+    def _get(self, thread_id: str, key: str) -> Any:
+        try:
+            return self.store.get_state(thread_id, key)
+        except ValueError as exc:  # a row whose JSON text is damaged
+            if isinstance(exc, OffpromptError):
+                raise
+            raise DeserializationError(
+                f"thread {thread_id!r}: stored document {key!r} is corrupt: {exc}",
+                session_id=thread_id,
+                key=key,
+            ) from None
+
     def _doc(self, thread_id: str, key: str) -> dict[str, Any] | None:
-        doc = self.store.get_state(thread_id, key)
+        doc = self._get(thread_id, key)
         if doc is None:
             return None
         if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
@@ -328,8 +349,8 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         return found
 
     def _latest_id(self, thread_id: str, ns: str) -> str | None:
-        head = self.store.get_state(thread_id, _head_key(ns))
-        if isinstance(head, str) and self.store.get_state(thread_id, _cp_key(ns, head)) is not None:
+        head = self._get(thread_id, _head_key(ns))
+        if isinstance(head, str) and self._get(thread_id, _cp_key(ns, head)) is not None:
             return head
         # No head yet, or a put died between its checkpoint and its head: list them.
         ids = self._checkpoint_ids(thread_id, ns)
@@ -429,7 +450,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         values: dict[str, Any] = {}
         for channel, version in versions.items():
             key = _blob_key(ns, channel, version)
-            blob = self.store.get_state(thread_id, key)
+            blob = self._get(thread_id, key)
             if blob is None or not isinstance(blob, dict):
                 if blob is not None:
                     raise DeserializationError(
@@ -447,7 +468,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
 
     def _pending_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[PendingWrite]:
         key = _writes_key(ns, checkpoint_id)
-        stored = self.store.get_state(thread_id, key) or {}
+        stored = self._get(thread_id, key) or {}
         if not isinstance(stored, dict):
             raise DeserializationError(
                 f"thread {thread_id!r}: writes {key!r} are corrupt", session_id=thread_id
@@ -597,7 +618,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                     "run_id": run_id if isinstance(run_id, str) else None,
                 },
             )
-            head = self.store.get_state(thread_id, _head_key(ns))
+            head = self._get(thread_id, _head_key(ns))
             if not isinstance(head, str) or head < checkpoint["id"]:
                 self.store.set_state(thread_id, _head_key(ns), checkpoint["id"])
         return {
@@ -622,7 +643,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             raise ValidationError("put_writes needs a config with a checkpoint_id")
         key = _writes_key(ns, checkpoint_id)
         with self._lock:
-            stored = self.store.get_state(thread_id, key) or {}
+            stored = self._get(thread_id, key) or {}
             for idx, (channel, value) in enumerate(writes):
                 slot = WRITES_IDX_MAP.get(channel, idx)
                 inner = f"{task_id}\x1f{slot}"
@@ -692,7 +713,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 mapping = {s.seq: n for s, n in zip(stored, new_seqs, strict=True)}
             self._threads.pop(target, None)
             for key in sorted(keys, key=lambda k: k.startswith(_CP)):  # checkpoints last
-                value = self.store.get_state(source, key)
+                value = self._get(source, key)
                 if key.startswith(_BLOB) and isinstance(value, dict) and "messages" in value:
                     seqs = [
                         mapping[s]
@@ -755,7 +776,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         missing = {
             c
             for c, v in body["channel_versions"].items()
-            if (self.store.get_state(thread_id, _blob_key(ns, c, v)) or {}).get("empty")
+            if (self._get(thread_id, _blob_key(ns, c, v)) or {}).get("empty")
         }
         parent = doc.get("parent")
         while missing and parent:
@@ -766,7 +787,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             body = self._load(doc.get("checkpoint"), thread_id, parent)
             for channel in list(missing):
                 version = body["channel_versions"].get(channel)
-                blob = self.store.get_state(thread_id, _blob_key(ns, channel, version))
+                blob = self._get(thread_id, _blob_key(ns, channel, version))
                 if isinstance(blob, dict) and not blob.get("empty"):
                     missing.discard(channel)
             parent = doc.get("parent")
