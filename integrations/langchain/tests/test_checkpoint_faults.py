@@ -77,8 +77,12 @@ def test_unknown_serializer_type_names_the_type(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "m.db")
     saver = OffpromptSaver(store)
     saved = _put(saver, "t", [HumanMessage("hi", id="1")], extra_channel={"a": 1})
-    key = next(k for k in store.state_keys("t", "langgraph/blob/") if "extra_channel" in k)
-    store.set_state("t", key, {"value": ["protobuf-v9", "AAAA"]})
+    key = store.state_keys("t", "langgraph/cp/")[0]
+    doc = store.get_state("t", key)
+    doc["values"]["extra_channel"][1] = {
+        "value": ["protobuf-v9", "AAAA"]
+    }  # small values live inline
+    store.set_state("t", key, doc)
     with pytest.raises(DeserializationError, match="protobuf-v9"):
         saver.get_tuple(saved)
     assert store.count("t") == 1  # the message is still there

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import operator
 import random
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -83,6 +85,9 @@ _HEAD = PREFIX + "head/"
 _FORMAT = 1
 _STRATEGIES = ("keep_latest", "delete")
 _CACHED_THREADS = 64
+_COMPRESS_ABOVE = 200
+_LIVE_WRITES = 256
+_INLINE_MAX = 512
 
 
 def _q(part: str) -> str:
@@ -129,6 +134,22 @@ def _extend_runs(runs: list[list[int]], seqs: Sequence[int]) -> list[list[int]]:
         else:
             out.append([seq, 1])
     return out
+
+
+def _written_messages(value: Any) -> list[BaseMessage] | None:
+    """The messages a write to the messages channel carries, if that is all it carries."""
+    if isinstance(value, BaseMessage):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+        return list(value)
+    return None
+
+
+def _with_ids(messages: list[BaseMessage], ids: list[Any]) -> list[BaseMessage]:
+    return [
+        m if m.id == i else m.model_copy(update={"id": i})
+        for m, i in zip(messages, ids, strict=True)
+    ]
 
 
 def _is_message_list(value: Any) -> bool:
@@ -233,6 +254,12 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         self.tokenizer = tokenizer or default_tokenizer()
         self._lock = threading.RLock()
         self._threads: OrderedDict[str, _ThreadMessages] = OrderedDict()
+        self._last_docs: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        # (thread, checkpoint id) -> the message objects its writes carried, so the next
+        # checkpoint (which holds them, stored in the session) can turn them into refs.
+        self._live_writes: OrderedDict[tuple[str, str], list[tuple[str, list[BaseMessage]]]] = (
+            OrderedDict()
+        )
 
     def __repr__(self) -> str:
         return f"OffpromptSaver({self.store!r})"
@@ -286,11 +313,18 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
 
     def _dump(self, value: Any) -> list[str]:
         kind, data = self.serde.dumps_typed(value)
+        if len(data) > _COMPRESS_ABOVE:
+            packed = zlib.compress(data, 6)
+            if len(packed) < len(data):
+                return [kind, base64.b64encode(packed).decode("ascii"), "zlib"]
         return [kind, base64.b64encode(data).decode("ascii")]
 
     def _load(self, pair: Any, thread_id: str, key: str) -> Any:
         if not (
-            isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+            isinstance(pair, list)
+            and len(pair) in (2, 3)
+            and all(isinstance(p, str) for p in pair)
+            and (len(pair) == 2 or pair[2] == "zlib")
         ):
             raise DeserializationError(
                 f"thread {thread_id!r}: stored value {key!r} is corrupt (expected [type, data])",
@@ -299,9 +333,12 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             )
         try:
             data = base64.b64decode(pair[1], validate=True)
-        except ValueError:
+            if len(pair) == 3:
+                data = zlib.decompress(data)
+        except (ValueError, zlib.error):
             raise DeserializationError(
-                f"thread {thread_id!r}: stored value {key!r} is not base64", session_id=thread_id
+                f"thread {thread_id!r}: stored value {key!r} is not base64 (or not zlib)",
+                session_id=thread_id,
             ) from None
         try:
             return self.serde.loads_typed((pair[0], data))
@@ -418,6 +455,87 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         cache.last = (list(messages), seqs)
         return {"messages": _runs(seqs), "count": len(seqs)}
 
+    def _carried_values(
+        self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
+    ) -> dict[str, list[Any]]:
+        """The parent's inline values that this checkpoint still has (same version)."""
+        if not parent:
+            return {}
+        last = self._last_docs.get((thread_id, ns))
+        doc = last[1] if last is not None and last[0] == parent else None
+        if doc is None:
+            try:
+                doc = self._doc(thread_id, _cp_key(ns, parent))
+            except DeserializationError:
+                doc = None  # a damaged parent: this checkpoint stores its own values
+        if doc is None:
+            return {}
+        parent_values = doc.get("values") or {}
+        return {
+            channel: parent_values[channel]
+            for channel, version in checkpoint.get("channel_versions", {}).items()
+            if isinstance(parent_values.get(channel), list) and parent_values[channel][0] == version
+        }
+
+    def _writes_to_refs(self, thread_id: str, checkpoint_id: str) -> None:
+        """Replace message values in ``checkpoint_id``'s writes by session references.
+
+        Only where the message is now in the session and reads back equal to what the
+        write stored (id included), so the pending writes load exactly as they were.
+        """
+        live = self._live_writes.pop((thread_id, checkpoint_id), None)
+        if not live:
+            return
+        key = _writes_key("", checkpoint_id)
+        stored = self._get(thread_id, key)
+        if not isinstance(stored, dict):
+            return
+        cache = self._messages_of(thread_id)
+        changed = False
+        for inner, objects in live:
+            row = stored.get(inner)
+            if not (isinstance(row, list) and len(row) == 5 and isinstance(row[3], list)):
+                continue
+            seqs = [cache.known_seq(m) for m in objects]
+            if any(seq is None for seq in seqs):
+                continue
+            value = self._load(row[3], thread_id, key)
+            written = _written_messages(value)
+            if written is None or len(written) != len(seqs):
+                continue
+            ids = [m.id for m in written]
+            rebuilt = _with_ids([cache.by_seq[s] for s in seqs if s is not None], ids)
+            if rebuilt != written:
+                continue
+            row[3] = {"ref": seqs, "ids": ids, "single": isinstance(value, BaseMessage)}
+            changed = True
+        if changed:
+            self.store.set_state(thread_id, key, stored)
+
+    def _write_value(self, thread_id: str, key: str, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return self._load(value, thread_id, key)
+        seqs, ids = value.get("ref"), value.get("ids")
+        if not (isinstance(seqs, list) and isinstance(ids, list) and len(seqs) == len(ids)):
+            raise DeserializationError(
+                f"thread {thread_id!r}: a write's message reference in {key!r} is corrupt",
+                session_id=thread_id,
+            )
+        cache = self._messages_of(thread_id)
+        present = [
+            (cache.by_seq[s], i) for s, i in zip(seqs, ids, strict=True) if s in cache.by_seq
+        ]
+        if len(present) != len(seqs):
+            logger.warning(
+                "thread %r: %d messages of a pending write were deleted from the session",
+                thread_id,
+                len(seqs) - len(present),
+            )
+        messages = _with_ids([m for m, _ in present], [i for _, i in present])
+        if value.get("single"):
+            return messages[0] if messages else None
+        return messages
+
     def _load_messages(self, thread_id: str, ref: dict[str, Any]) -> list[BaseMessage]:
         runs = ref.get("messages")
         if not isinstance(runs, list) or not all(
@@ -444,26 +562,37 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         return out
 
     # -- reading ---------------------------------------------------------------------
+    def _blob(
+        self, thread_id: str, ns: str, doc: Mapping[str, Any], channel: str, version: Any
+    ) -> dict[str, Any] | None:
+        """The stored value of ``channel`` at ``version``: inline in the checkpoint
+        document when small, else its own row (shared by every checkpoint with it)."""
+        inline = (doc.get("values") or {}).get(channel)
+        if isinstance(inline, list) and len(inline) == 2 and inline[0] == version:
+            found = inline[1]
+        else:
+            found = self._get(thread_id, _blob_key(ns, channel, version))
+        if found is not None and not isinstance(found, dict):
+            raise DeserializationError(
+                f"thread {thread_id!r}: the value of channel {channel!r} is corrupt",
+                session_id=thread_id,
+            )
+        return found
+
     def _channel_values(
-        self, thread_id: str, ns: str, versions: Mapping[str, Any]
+        self, thread_id: str, ns: str, doc: Mapping[str, Any], versions: Mapping[str, Any]
     ) -> dict[str, Any]:
         values: dict[str, Any] = {}
         for channel, version in versions.items():
-            key = _blob_key(ns, channel, version)
-            blob = self._get(thread_id, key)
-            if blob is None or not isinstance(blob, dict):
-                if blob is not None:
-                    raise DeserializationError(
-                        f"thread {thread_id!r}: channel blob {key!r} is corrupt",
-                        session_id=thread_id,
-                    )
-                continue
-            if blob.get("empty"):
+            blob = self._blob(thread_id, ns, doc, channel, version)
+            if blob is None or blob.get("empty"):
                 continue
             if "messages" in blob:
                 values[channel] = self._load_messages(thread_id, blob)
             else:
-                values[channel] = self._load(blob.get("value"), thread_id, key)
+                values[channel] = self._load(
+                    blob.get("value"), thread_id, _blob_key(ns, channel, version)
+                )
         return values
 
     def _pending_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[PendingWrite]:
@@ -474,7 +603,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 f"thread {thread_id!r}: writes {key!r} are corrupt", session_id=thread_id
             )
         rows = sorted(stored.values(), key=lambda r: writes_sort_key(r[4], r[0], r[1]))
-        return [(r[0], r[2], self._load(r[3], thread_id, key)) for r in rows]
+        return [(r[0], r[2], self._write_value(thread_id, key, r[3])) for r in rows]
 
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple | None:
         key = _cp_key(ns, checkpoint_id)
@@ -490,7 +619,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             )
         checkpoint = {
             **checkpoint,
-            "channel_values": self._channel_values(thread_id, ns, checkpoint["channel_versions"]),
+            "channel_values": self._channel_values(
+                thread_id, ns, doc, checkpoint["channel_versions"]
+            ),
         }
         parent = doc.get("parent")
         return CheckpointTuple(
@@ -591,8 +722,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         values: dict[str, Any] = checkpoint.get("channel_values", {})
         stored_metadata = get_checkpoint_metadata(config, metadata)
         with self._lock:
+            parent = (config.get("configurable") or {}).get("checkpoint_id")
+            inline = self._carried_values(thread_id, ns, parent, checkpoint)
             for channel, version in new_versions.items():
-                key = _blob_key(ns, channel, version)
                 if channel not in values:
                     blob: dict[str, Any] = {"empty": True}
                 elif (
@@ -603,21 +735,27 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                     blob = self._store_messages(thread_id, values[channel])
                 else:
                     blob = {"value": self._dump(values[channel])}
-                self.store.set_state(thread_id, key, blob)
-            parent = (config.get("configurable") or {}).get("checkpoint_id")
+                if len(json.dumps(blob)) <= _INLINE_MAX:
+                    inline[channel] = [version, blob]
+                else:
+                    inline.pop(channel, None)
+                    self.store.set_state(thread_id, _blob_key(ns, channel, version), blob)
+            if ns == "" and parent:
+                self._writes_to_refs(thread_id, parent)
             run_id = stored_metadata.get("run_id")
+            doc = {
+                "format": _FORMAT,
+                "checkpoint": self._dump(body),
+                "metadata": self._dump(stored_metadata),
+                "parent": parent,
+                "run_id": run_id if isinstance(run_id, str) else None,
+                "values": inline,
+            }
             # Written last: until this document exists, the checkpoint does not.
-            self.store.set_state(
-                thread_id,
-                _cp_key(ns, checkpoint["id"]),
-                {
-                    "format": _FORMAT,
-                    "checkpoint": self._dump(body),
-                    "metadata": self._dump(stored_metadata),
-                    "parent": parent,
-                    "run_id": run_id if isinstance(run_id, str) else None,
-                },
-            )
+            self.store.set_state(thread_id, _cp_key(ns, checkpoint["id"]), doc)
+            self._last_docs[(thread_id, ns)] = (checkpoint["id"], doc)
+            if len(self._last_docs) > _CACHED_THREADS:
+                self._last_docs.pop(next(iter(self._last_docs)))
             head = self._get(thread_id, _head_key(ns))
             if not isinstance(head, str) or head < checkpoint["id"]:
                 self.store.set_state(thread_id, _head_key(ns), checkpoint["id"])
@@ -650,6 +788,12 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 if slot >= 0 and inner in stored:
                     continue
                 stored[inner] = [task_id, slot, channel, self._dump(value), task_path]
+                live = _written_messages(value)
+                if ns == "" and channel == self.messages_channel and live:
+                    entry = self._live_writes.setdefault((thread_id, checkpoint_id), [])
+                    entry.append((inner, live))
+                    while len(self._live_writes) > _LIVE_WRITES:
+                        self._live_writes.popitem(last=False)
             self.store.set_state(thread_id, key, stored)
 
     # -- deleting and copying --------------------------------------------------------
@@ -659,6 +803,8 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         with self._lock:
             self.store.delete_session(thread)
             self._threads.pop(thread, None)
+            for key in [k for k in self._last_docs if k[0] == thread]:
+                del self._last_docs[key]
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs created.
@@ -712,16 +858,29 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 )
                 mapping = {s.seq: n for s, n in zip(stored, new_seqs, strict=True)}
             self._threads.pop(target, None)
+
+            def remap(ref: dict[str, Any]) -> dict[str, Any]:
+                seqs = [
+                    mapping[s]
+                    for start, length in ref["messages"]
+                    for s in range(start, start + length)
+                    if s in mapping
+                ]
+                return {"messages": _runs(seqs), "count": len(seqs)}
+
             for key in sorted(keys, key=lambda k: k.startswith(_CP)):  # checkpoints last
                 value = self._get(source, key)
                 if key.startswith(_BLOB) and isinstance(value, dict) and "messages" in value:
-                    seqs = [
-                        mapping[s]
-                        for start, length in value["messages"]
-                        for s in range(start, start + length)
-                        if s in mapping
-                    ]
-                    value = {"messages": _runs(seqs), "count": len(seqs)}
+                    value = remap(value)
+                elif key.startswith(_CP) and isinstance(value, dict) and value.get("values"):
+                    value = {**value, "values": dict(value["values"])}
+                    for channel, (version, blob) in value["values"].items():
+                        if isinstance(blob, dict) and "messages" in blob:
+                            value["values"][channel] = [version, remap(blob)]
+                elif key.startswith(_WRITES) and isinstance(value, dict):
+                    for row in value.values():
+                        if isinstance(row, list) and len(row) == 5 and isinstance(row[3], dict):
+                            row[3] = {**row[3], "ref": [mapping.get(s, -1) for s in row[3]["ref"]]}
                 self.store.set_state(target, key, value)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -757,6 +916,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 if doc is not None:
                     body = self._load(doc.get("checkpoint"), thread_id, checkpoint_id)
                     blobs.update(_blob_key(ns, c, v) for c, v in body["channel_versions"].items())
+            self._last_docs.pop((thread_id, ns), None)
             for checkpoint_id in ids:
                 if checkpoint_id not in keep:
                     self.store.delete_state(thread_id, _cp_key(ns, checkpoint_id))
@@ -776,7 +936,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         missing = {
             c
             for c, v in body["channel_versions"].items()
-            if (self._get(thread_id, _blob_key(ns, c, v)) or {}).get("empty")
+            if (self._blob(thread_id, ns, doc, c, v) or {}).get("empty")
         }
         parent = doc.get("parent")
         while missing and parent:
@@ -787,8 +947,8 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             body = self._load(doc.get("checkpoint"), thread_id, parent)
             for channel in list(missing):
                 version = body["channel_versions"].get(channel)
-                blob = self._get(thread_id, _blob_key(ns, channel, version))
-                if isinstance(blob, dict) and not blob.get("empty"):
+                blob = self._blob(thread_id, ns, doc, channel, version)
+                if blob is not None and not blob.get("empty"):
                     missing.discard(channel)
             parent = doc.get("parent")
         return keep
