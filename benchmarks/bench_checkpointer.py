@@ -110,9 +110,7 @@ def _disk(paths: list[Path]) -> int:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_case(case: str, turns: int, workdir: Path) -> dict[str, Any]:
-    from langchain_core.messages import messages_to_dict
-
+def _saver(case: str, workdir: Path) -> tuple[Any, list[Path], Any]:
     files: list[Path] = []
     closer = None
     if case == "ours":
@@ -135,6 +133,136 @@ def run_case(case: str, turns: int, workdir: Path) -> dict[str, Any]:
         from langgraph.checkpoint.memory import InMemorySaver
 
         saver = InMemorySaver()
+    return saver, files, closer
+
+
+def _size(case: str, saver: Any, files: list[Path], closer: Any) -> int:
+    if case == "memory":
+        held = sum(len(v[1]) for v in saver.blobs.values())
+        held += sum(
+            len(c[0][1]) + len(c[1][1])
+            for t in saver.storage.values()
+            for n in t.values()
+            for c in n.values()
+        )
+        held += sum(len(w[2][1]) for d in saver.writes.values() for w in d.values())
+        return held
+    if closer is not None:
+        closer.commit()
+    else:
+        # Our store runs SQLite in WAL mode: fold the WAL in so the file is the data
+        # (SqliteSaver's default rollback journal has nothing pending after commit).
+        saver.store.checkpoint()
+    return _disk(files)
+
+
+def _turn_messages(i: int, n: int) -> list[Any]:
+    call = {"name": "search", "args": {"q": f"question {i}"}, "id": f"call-{i}"}
+    text = (f"result for question {i}: " + "lorem ipsum " * 50)[:RESULT_CHARS]
+    return [
+        HumanMessage(f"question {i}: what about topic {i % 97}?", id=f"h{i}"),
+        AIMessage("", tool_calls=[call], id=f"a{i}"),
+        ToolMessage(text, tool_call_id=f"call-{i}", name="search", id=f"t{i}"),
+        AIMessage(f"Here is what I found for turn {n}.", id=f"b{i}"),
+    ]
+
+
+def run_direct(case: str, turns: int, workdir: Path) -> dict[str, Any]:
+    """The saver calls a graph makes per turn, without the graph: 4 ``put`` (one new
+    message each, two small channels alongside), a ``put_writes`` before each, one
+    ``get_tuple`` at the start of the turn. For thread sizes where LangGraph's own
+    per-step work (``add_messages`` over the whole list) would dominate."""
+    from langchain_core.messages import messages_to_dict
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver, files, closer = _saver(case, workdir)
+    config: dict[str, Any] = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
+    messages: list[Any] = []
+    versions: dict[str, Any] = {}
+    puts: list[float] = []
+    gets: list[float] = []
+    per_turn: list[float] = []
+    puts_at: list[int] = []
+    gets_at: list[int] = []
+    started = time.perf_counter()
+    step = -1
+    for i in range(turns):
+        puts_at.append(len(puts))
+        gets_at.append(len(gets))
+        t_turn = time.perf_counter()
+        t0 = time.perf_counter()
+        saver.get_tuple({"configurable": {"thread_id": "bench"}})
+        gets.append(time.perf_counter() - t0)
+        for message in _turn_messages(i, i):
+            if "checkpoint_id" in config["configurable"]:
+                saver.put_writes(
+                    config, [("messages", [message]), ("branch:to:x", None)], f"task-{step}"
+                )
+            messages = [*messages, message]
+            step += 1
+            new = {
+                ch: saver.get_next_version(versions.get(ch), None)
+                for ch in ("messages", "branch:to:x", "__start__")
+            }
+            versions.update(new)
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = {"messages": messages, "branch:to:x": None}
+            checkpoint["channel_versions"] = dict(versions)
+            checkpoint["versions_seen"] = {"agent": {"messages": versions["messages"]}}
+            t0 = time.perf_counter()
+            config = saver.put(
+                config, checkpoint, {"source": "loop", "step": step, "parents": {}}, new
+            )
+            puts.append(time.perf_counter() - t0)
+        per_turn.append(time.perf_counter() - t_turn)
+        if time.perf_counter() - started > _limit(turns):
+            return {"killed": True, "turns_done": i + 1}
+    latest = saver.get_tuple({"configurable": {"thread_id": "bench"}})
+    assert latest.checkpoint["channel_values"]["messages"] == messages
+    size = _size(case, saver, files, closer)
+    return _summary(
+        turns,
+        started,
+        puts,
+        gets,
+        per_turn,
+        puts_at,
+        gets_at,
+        size,
+        len(json.dumps(messages_to_dict(messages), ensure_ascii=False).encode()),
+    )
+
+
+def _summary(
+    turns: int,
+    started: float,
+    puts: list[float],
+    gets: list[float],
+    per_turn: list[float],
+    puts_at: list[int],
+    gets_at: list[int],
+    size: int,
+    messages_json: int,
+) -> dict[str, Any]:
+    tail = max(1, turns // 10)
+    return {
+        "turns": turns,
+        "seconds": time.perf_counter() - started,
+        "put_median": statistics.median(puts),
+        "put_tail": statistics.median(puts[puts_at[-tail] :]),
+        "get_median": statistics.median(gets),
+        "get_tail": statistics.median(gets[gets_at[-tail] :]),
+        "turn_first": statistics.median(per_turn[:tail]),
+        "turn_last": statistics.median(per_turn[-tail:]),
+        "bytes": size,
+        "messages_json": messages_json,
+    }
+
+
+def run_case(case: str, turns: int, workdir: Path) -> dict[str, Any]:
+    from langchain_core.messages import messages_to_dict
+
+    saver, files, closer = _saver(case, workdir)
     puts: list[float] = []
     gets: list[float] = []
     _timed(saver, "put", puts)
@@ -157,55 +285,48 @@ def run_case(case: str, turns: int, workdir: Path) -> dict[str, Any]:
             return {"killed": True, "turns_done": i + 1}
     state = graph.get_state(config).values["messages"]
     assert len(state) == 4 * turns, len(state)
-    messages_json = len(json.dumps(messages_to_dict(state), ensure_ascii=False).encode())
-    if case == "memory":
-        held = sum(len(v[1]) for v in saver.blobs.values())
-        held += sum(
-            len(c[0][1]) + len(c[1][1])
-            for t in saver.storage.values()
-            for n in t.values()
-            for c in n.values()
-        )
-        held += sum(len(w[2][1]) for d in saver.writes.values() for w in d.values())
-        size = held
-    else:
-        if closer is not None:
-            closer.commit()
-        else:
-            # Our store runs SQLite in WAL mode: fold the WAL in so the file is the data
-            # (SqliteSaver's default rollback journal has nothing pending after commit).
-            saver.store.checkpoint()
-        size = _disk(files)
-    tail = max(1, turns // 10)
-    return {
-        "turns": turns,
-        "seconds": time.perf_counter() - started,
-        "put_median": statistics.median(puts),
-        "put_tail": statistics.median(puts[puts_at[-tail] :]),
-        "get_median": statistics.median(gets),
-        "get_tail": statistics.median(gets[gets_at[-tail] :]),
-        "turn_first": statistics.median(per_turn[:tail]),
-        "turn_last": statistics.median(per_turn[-tail:]),
-        "bytes": size,
-        "messages_json": messages_json,
-    }
+    size = _size(case, saver, files, closer)
+    return _summary(
+        turns,
+        started,
+        puts,
+        gets,
+        per_turn,
+        puts_at,
+        gets_at,
+        size,
+        len(json.dumps(messages_to_dict(state), ensure_ascii=False).encode()),
+    )
 
 
-def _subprocess(case: str, turns: int) -> dict[str, Any]:
+def _limit(turns: int) -> float:
+    # The 10,000-turn thread (ours only) gets the time it needs; the anchors never reach it.
+    return TIME_LIMIT_S if turns < 10_000 else 1_200.0
+
+
+def _subprocess(mode: str, case: str, turns: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "OFFPROMPT_HOME": tmp}
+        command = [
+            sys.executable,
+            __file__,
+            "--mode",
+            mode,
+            "--case",
+            case,
+            "--turns",
+            str(turns),
+            "--dir",
+            tmp,
+        ]
         try:
             done = subprocess.run(
-                [sys.executable, __file__, "--case", case, "--turns", str(turns), "--dir", tmp],
-                capture_output=True,
-                text=True,
-                timeout=TIME_LIMIT_S + 60,
-                env=env,
+                command, capture_output=True, text=True, timeout=_limit(turns) + 60, env=env
             )
         except subprocess.TimeoutExpired:
             return {"killed": True}
         if done.returncode != 0:
-            raise RuntimeError(f"{case} {turns}: {done.stderr[-2000:]}")
+            raise RuntimeError(f"{mode} {case} {turns}: {done.stderr[-2000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -233,7 +354,9 @@ def _versions() -> str:
     return ", ".join(f"{n} {version(n)}" for n in names) + f"; sqlite {sqlite3.sqlite_version}"
 
 
-def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int]) -> str:
+def _table(
+    results: dict[tuple[str, int], dict[str, Any]], cases: list[str], sizes: list[int]
+) -> list[str]:
     def cell(case: str, turns: int, fn: Any) -> str:
         r = results.get((case, turns))
         if r is None:
@@ -243,26 +366,20 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int]) -> 
         return fn(r, results.get(("sqlite", turns)))
 
     def ratio(ours: float, anchor: dict[str, Any] | None, key: str) -> str:
-        if not anchor or anchor.get("killed"):
+        if not anchor or anchor.get("killed") or not ours:
             return ""
-        return f" ({anchor[key] / ours:.1f}x)" if ours else ""
+        return f" ({anchor[key] / ours:.1f}x)"
 
-    header = "| case | " + " | ".join(f"{n:,} turns" for n in sizes) + " |\n"
-    header += "|---|" + "---|" * len(sizes) + "\n"
-    out = [
-        "# Checkpointer benchmark (bench_checkpointer.py)",
-        "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; {_versions()}",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')}. One thread, a real `StateGraph`; a turn = user message,"
-        f" tool call, {RESULT_CHARS}-character tool result, answer (4 checkpoints). Each case in its"
-        " own subprocess. `(Nx)` = SqliteSaver's value over this one.",
-        "",
-        "## Bytes after the thread (on disk; InMemorySaver: bytes held) and over the messages as JSON once",
-        "",
-        header.rstrip("\n"),
+    header = [
+        "| case | " + " | ".join(f"{n:,} turns" for n in sizes) + " |",
+        "|---|" + "---|" * len(sizes),
     ]
-    for case in CASES:
+    out = [
+        "Bytes after the thread (on disk; InMemorySaver: bytes it holds), and that over the thread's messages as JSON once:",
+        "",
+        *header,
+    ]
+    for case in cases:
         out.append(
             f"| {LABELS[case]} | "
             + " | ".join(
@@ -280,20 +397,20 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int]) -> 
         )
     for title, key in (
         (
-            "## Time per `put` (median over the thread / over the last 10% of turns)",
+            "Time per `put`, median over the thread / over its last 10% of turns:",
             ("put_median", "put_tail"),
         ),
         (
-            "## Time per `get_tuple` (median over the thread / over the last 10% of turns)",
+            "Time per `get_tuple`, median over the thread / over its last 10% of turns:",
             ("get_median", "get_tail"),
         ),
         (
-            "## Time per turn (median of the first / the last 10% of turns)",
+            "Time per turn, median of the first / of the last 10% of turns:",
             ("turn_first", "turn_last"),
         ),
     ):
-        out += ["", title, "", header.rstrip("\n")]
-        for case in CASES:
+        out += ["", title, "", *header]
+        for case in cases:
             out.append(
                 f"| {LABELS[case]} | "
                 + " | ".join(
@@ -308,14 +425,38 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int]) -> 
                 )
                 + " |"
             )
-    out += [
+    return out
+
+
+def report(results: dict[tuple[str, str, int], dict[str, Any]]) -> str:
+    out = [
+        "# Checkpointer benchmark (bench_checkpointer.py)",
         "",
-        "Messages of the thread as JSON once: "
-        + ", ".join(
-            f"{n:,} turns {_fmt_b(results[('ours', n)]['messages_json'])}"
-            for n in sizes
-            if ("ours", n) in results and not results[("ours", n)].get("killed")
-        ),
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; {_versions()}",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')}, all cases in one run, each in its own subprocess. One thread; a turn"
+        f" = user message, tool call, {RESULT_CHARS}-character tool result, answer. `(Nx)` = SqliteSaver's"
+        " value over this one (bigger is better for us).",
+    ]
+    for mode, title in (
+        ("graph", "## A real `StateGraph` (4 nodes' worth of checkpoints per turn)"),
+        ("direct", "## The saver calls alone (4 `put` + 4 `put_writes` + 1 `get_tuple` per turn)"),
+    ):
+        part = {(c, n): r for (m, c, n), r in results.items() if m == mode}
+        if not part:
+            continue
+        cases = [c for c in CASES if any(k[0] == c for k in part)]
+        sizes = sorted({n for _, n in part})
+        out += ["", title, "", *_table(part, cases, sizes)]
+        json_sizes = sorted(
+            {(n, r["messages_json"]) for (c, n), r in part.items() if not r.get("killed")}
+        )
+        out += [
+            "",
+            "Messages as JSON once: "
+            + ", ".join(f"{n:,} turns {_fmt_b(b)}" for n, b in json_sizes),
+        ]
+    out += [
         "",
         "Total wall time of the cases: "
         + _fmt_s(sum(r.get("seconds", 0.0) for r in results.values())),
@@ -324,32 +465,34 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int]) -> 
     return "\n".join(out)
 
 
+PLAN = [
+    *[("graph", c, n) for n in (10, 100, 300) for c in CASES],
+    ("graph", "ours", 1_000),
+    *[("direct", c, n) for n in (10, 100, 300) for c in ("ours", "sqlite", "memory")],
+    ("direct", "ours", 1_000),
+    ("direct", "ours", 10_000),
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="graph")
     parser.add_argument("--case")
     parser.add_argument("--turns", type=int)
     parser.add_argument("--dir")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.case:
-        print(json.dumps(run_case(args.case, args.turns, Path(args.dir))))
+        run = run_case if args.mode == "graph" else run_direct
+        print(json.dumps(run(args.case, args.turns, Path(args.dir))))
         return
-    sizes = (
-        [10, 100] if args.quick else sorted({n for c in CASES for n in SIZES.get(c, DEFAULT_SIZES)})
-    )
-    results: dict[tuple[str, int], dict[str, Any]] = {}
-    for turns in sizes:
-        for case in CASES:
-            if turns not in SIZES.get(case, DEFAULT_SIZES):
-                continue
-            results[(case, turns)] = _subprocess(case, turns)
-            r = results[(case, turns)]
-            print(
-                f"{case:>13} {turns:>6} turns: "
-                + ("stopped" if r.get("killed") else f"{r['seconds']:.1f} s, {_fmt_b(r['bytes'])}"),
-                flush=True,
-            )
-    text = report(results, sizes)
+    plan = [p for p in PLAN if p[2] <= 100] if args.quick else PLAN
+    results: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for mode, case, turns in plan:
+        r = results[(mode, case, turns)] = _subprocess(mode, case, turns)
+        done = "stopped" if r.get("killed") else f"{r['seconds']:.1f} s, {_fmt_b(r['bytes'])}"
+        print(f"{mode:>6} {case:>13} {turns:>6} turns: {done}", flush=True)
+    text = report(results)
     print(text)
     if not args.quick:
         (HERE / "RESULTS_checkpointer.md").write_text(text)

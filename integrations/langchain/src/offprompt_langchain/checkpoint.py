@@ -152,10 +152,6 @@ def _with_ids(messages: list[BaseMessage], ids: list[Any]) -> list[BaseMessage]:
     ]
 
 
-def _is_message_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(m, BaseMessage) for m in value)
-
-
 class _ThreadMessages:
     """What one process knows of a thread's session: its messages by seq, and how to
     recognise a message it already stored (by object identity, then by id + equality)."""
@@ -166,7 +162,7 @@ class _ThreadMessages:
         self.by_obj: dict[int, tuple[BaseMessage, int]] = {}
         self.by_mid: dict[str, tuple[BaseMessage, int]] = {}
         # The last list put or read, with its seqs: the next put usually extends it.
-        self.last: tuple[list[BaseMessage], list[int]] = ([], [])
+        self.last: tuple[list[BaseMessage], list[int], list[list[int]]] = ([], [], [])
 
     def remember(self, message: BaseMessage, seq: int) -> None:
         self.by_seq[seq] = message
@@ -419,20 +415,27 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         cache.version = current
         return cache
 
-    def _store_messages(self, thread_id: str, messages: list[BaseMessage]) -> dict[str, Any]:
-        """Append the messages the session does not hold; return the channel's reference."""
+    def _store_messages(self, thread_id: str, messages: Any) -> dict[str, Any] | None:
+        """Append the messages the session does not hold; return the channel's reference
+        (``None`` if the value is not a list of LangChain messages: serde stores it)."""
+        if not isinstance(messages, list):
+            return None
         cache = self._messages_of(thread_id)
-        last_list, last_seqs = cache.last
+        last_list, last_seqs, last_runs = cache.last
         prefix = len(last_list)
-        if (
-            prefix
+        extends = (
+            prefix > 0
             and len(messages) >= prefix
             and all(map(operator.is_, messages[:prefix], last_list))
-        ):
+        )
+        if extends:
             seqs = list(last_seqs)
             rest = messages[prefix:]
         else:
             seqs, rest = [], messages
+        # the prefix is the very objects of the last list, already known to be messages
+        if not all(isinstance(m, BaseMessage) for m in rest):
+            return None
         pending: list[tuple[int, BaseMessage]] = []
         for message in rest:
             seq = cache.known_seq(message)
@@ -452,8 +455,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 cache.version = SessionVersion(new_seqs[-1] + 1, cache.version.epoch)
             else:
                 cache.version = None  # someone else appended too: re-sync on next use
-        cache.last = (list(messages), seqs)
-        return {"messages": _runs(seqs), "count": len(seqs)}
+        runs = _extend_runs(last_runs, seqs[prefix:]) if extends else _runs(seqs)
+        cache.last = (list(messages), seqs, runs)
+        return {"messages": runs, "count": len(seqs)}
 
     def _carried_values(
         self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
@@ -556,9 +560,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 len(seqs),
             )
             present = [s for s in seqs if s in cache.by_seq]
-            cache.last = (list(out), present)
+            cache.last = (list(out), present, _runs(present))
         else:
-            cache.last = (list(out), seqs)
+            cache.last = (list(out), seqs, [list(r) for r in runs])
         return out
 
     # -- reading ---------------------------------------------------------------------
@@ -727,14 +731,11 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             for channel, version in new_versions.items():
                 if channel not in values:
                     blob: dict[str, Any] = {"empty": True}
-                elif (
-                    ns == ""
-                    and channel == self.messages_channel
-                    and _is_message_list(values[channel])
-                ):
-                    blob = self._store_messages(thread_id, values[channel])
                 else:
-                    blob = {"value": self._dump(values[channel])}
+                    ref = None
+                    if ns == "" and channel == self.messages_channel:
+                        ref = self._store_messages(thread_id, values[channel])
+                    blob = ref if ref is not None else {"value": self._dump(values[channel])}
                 if len(json.dumps(blob)) <= _INLINE_MAX:
                     inline[channel] = [version, blob]
                 else:
