@@ -281,3 +281,45 @@ def test_tool_message_and_ids_survive(tmp_path: Path) -> None:
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == ["call-1", "call-2"]
     assert tool_messages[1].content == "booked Oslo: yes, go"
+
+
+@pytest.mark.parametrize("record", ["turn", "step"])
+def test_middleware_memory_does_not_record_twice_with_offpromptsaver(
+    tmp_path: Path, record: str
+) -> None:
+    from offprompt_langchain import OffpromptMiddleware
+
+    from offprompt.task_memory import TaskMemory
+
+    db = tmp_path / "memory.db"
+    middleware = OffpromptMiddleware(
+        TaskMemory(), memory=ConversationMemory(SQLiteStore(db), "fallback"), record=record
+    )
+    agent = create_agent(
+        ScriptedChatModel(script=SCRIPT),
+        tools=[lookup, book],
+        middleware=[middleware],
+        checkpointer=OffpromptSaver(path=str(db)),
+    )
+    final = _run_two_turns(agent, {"configurable": {"thread_id": "both"}})
+    store = SQLiteStore(db)
+    assert store.count("both") == 8 and store.count("fallback") == 0
+    assert to_langchain(ConversationMemory(store, "both").messages()) == final["messages"]
+    assert middleware._recorder is not None and middleware._recorder._seen == {}  # it never ran
+
+
+def test_middleware_memory_on_another_store_still_records(tmp_path: Path) -> None:
+    from offprompt_langchain import OffpromptMiddleware
+
+    from offprompt.task_memory import TaskMemory
+
+    elsewhere = SQLiteStore(tmp_path / "record.db")
+    agent = create_agent(
+        ScriptedChatModel(script=SCRIPT),
+        tools=[lookup, book],
+        middleware=[OffpromptMiddleware(TaskMemory(), memory=ConversationMemory(elsewhere, "x"))],
+        checkpointer=OffpromptSaver(path=str(tmp_path / "memory.db")),
+    )
+    final = _run_two_turns(agent, {"configurable": {"thread_id": "t"}})
+    assert to_langchain(ConversationMemory(elsewhere, "t").messages()) == final["messages"]
+    assert SQLiteStore(tmp_path / "memory.db").count("t") == 8
