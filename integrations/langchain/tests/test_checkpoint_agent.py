@@ -323,3 +323,29 @@ def test_middleware_memory_on_another_store_still_records(tmp_path: Path) -> Non
     final = _run_two_turns(agent, {"configurable": {"thread_id": "t"}})
     assert to_langchain(ConversationMemory(elsewhere, "t").messages()) == final["messages"]
     assert SQLiteStore(tmp_path / "memory.db").count("t") == 8
+
+
+def test_subgraph_checkpoints_match_inmemorysaver(tmp_path: Path) -> None:
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def inner_reply(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("approve?")
+        return {"messages": [AIMessage(f"inner saw {len(state['messages'])}, {answer}")]}
+
+    inner = (
+        StateGraph(MessagesState).add_node("reply", inner_reply).add_edge(START, "reply").compile()
+    )
+    outer = StateGraph(MessagesState).add_node("inner", inner).add_edge(START, "inner")
+    saver = TeeSaver(path=str(tmp_path / "memory.db"))
+    graph = outer.compile(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "sub"}}
+    graph.invoke({"messages": [HumanMessage("hi", id="h1")]}, config)
+    state = graph.get_state(config, subgraphs=True)
+    assert state.tasks and state.tasks[0].state is not None  # paused inside the subgraph
+    done = graph.invoke(Command(resume="yes"), config)
+    assert done["messages"][-1].content == "inner saw 1, yes"
+    fresh = OffpromptSaver(path=str(tmp_path / "memory.db"))
+    namespaces = {t.config["configurable"]["checkpoint_ns"] for t in saver.mirror.list(config)}
+    assert "" in namespaces and len(namespaces) > 1
+    for tup in saver.mirror.list(config):
+        _same(fresh.get_tuple(tup.config), tup)
