@@ -451,10 +451,10 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             for (index, message), seq in zip(pending, new_seqs, strict=True):
                 seqs[index] = seq
                 cache.remember(message, seq)
+            # If someone else appended too, the version stays behind: the next use catches
+            # up from there (re-reading ours as well) instead of starting over.
             if cache.version is not None and new_seqs and new_seqs[0] == cache.version.next_seq:
                 cache.version = SessionVersion(new_seqs[-1] + 1, cache.version.epoch)
-            else:
-                cache.version = None  # someone else appended too: re-sync on next use
         runs = _extend_runs(last_runs, seqs[prefix:]) if extends else _runs(seqs)
         cache.last = (list(messages), seqs, runs)
         return {"messages": runs, "count": len(seqs)}
