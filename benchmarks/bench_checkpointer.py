@@ -172,7 +172,6 @@ def run_direct(case: str, turns: int, workdir: Path) -> dict[str, Any]:
     message each, two small channels alongside), a ``put_writes`` before each, one
     ``get_tuple`` at the start of the turn. For thread sizes where LangGraph's own
     per-step work (``add_messages`` over the whole list) would dominate."""
-    from langchain_core.messages import messages_to_dict
     from langgraph.checkpoint.base import empty_checkpoint
 
     saver, files, closer = _saver(case, workdir)
@@ -220,30 +219,20 @@ def run_direct(case: str, turns: int, workdir: Path) -> dict[str, Any]:
     latest = saver.get_tuple({"configurable": {"thread_id": "bench"}})
     assert latest.checkpoint["channel_values"]["messages"] == messages
     size = _size(case, saver, files, closer)
-    return _summary(
-        turns,
-        started,
-        puts,
-        gets,
-        per_turn,
-        puts_at,
-        gets_at,
-        size,
-        len(json.dumps(messages_to_dict(messages), ensure_ascii=False).encode()),
-    )
+    return _summary(turns, started, (puts, gets, per_turn, puts_at, gets_at), size, messages)
 
 
 def _summary(
     turns: int,
     started: float,
-    puts: list[float],
-    gets: list[float],
-    per_turn: list[float],
-    puts_at: list[int],
-    gets_at: list[int],
+    timings: tuple[list[float], list[float], list[float], list[int], list[int]],
     size: int,
-    messages_json: int,
+    messages: list[Any],
 ) -> dict[str, Any]:
+    from langchain_core.messages import messages_to_dict
+
+    puts, gets, per_turn, puts_at, gets_at = timings
+    messages_json = len(json.dumps(messages_to_dict(messages), ensure_ascii=False).encode())
     tail = max(1, turns // 10)
     return {
         "turns": turns,
@@ -260,8 +249,6 @@ def _summary(
 
 
 def run_case(case: str, turns: int, workdir: Path) -> dict[str, Any]:
-    from langchain_core.messages import messages_to_dict
-
     saver, files, closer = _saver(case, workdir)
     puts: list[float] = []
     gets: list[float] = []
@@ -286,17 +273,7 @@ def run_case(case: str, turns: int, workdir: Path) -> dict[str, Any]:
     state = graph.get_state(config).values["messages"]
     assert len(state) == 4 * turns, len(state)
     size = _size(case, saver, files, closer)
-    return _summary(
-        turns,
-        started,
-        puts,
-        gets,
-        per_turn,
-        puts_at,
-        gets_at,
-        size,
-        len(json.dumps(messages_to_dict(state), ensure_ascii=False).encode()),
-    )
+    return _summary(turns, started, (puts, gets, per_turn, puts_at, gets_at), size, state)
 
 
 def _limit(turns: int) -> float:
@@ -362,7 +339,7 @@ def _table(
         if r is None:
             return "-"
         if r.get("killed"):
-            return f"> {TIME_LIMIT_S:.0f} s (stopped)"
+            return f"> {_limit(turns):.0f} s (stopped)"
         return fn(r, results.get(("sqlite", turns)))
 
     def ratio(ours: float, anchor: dict[str, Any] | None, key: str) -> str:
