@@ -1,5 +1,6 @@
 """offprompt for LangChain: durable chat history, off-prompt tools and agent middleware.
 
+``OffpromptSaver`` (a LangGraph checkpointer) needs ``langgraph``;
 ``OffpromptMiddleware`` needs ``langchain`` and ``langgraph`` and ``OffpromptStore``
 needs ``langgraph`` (the ``agents`` extra); they are imported on first use, so the
 rest works with ``langchain-core`` alone.
@@ -26,6 +27,7 @@ from offprompt_langchain.retriever import TaskMemoryRetriever
 from offprompt_langchain.tools import OffpromptTool, offprompt_tool, task_memory_tools
 
 if TYPE_CHECKING:
+    from offprompt_langchain.checkpoint import OffpromptSaver
     from offprompt_langchain.middleware import OffpromptMiddleware
     from offprompt_langchain.store import OffpromptStore
 
@@ -39,6 +41,7 @@ __all__ = [
     "OffpromptChatMessageHistory",
     "OffpromptEmbeddings",
     "OffpromptMiddleware",
+    "OffpromptSaver",
     "OffpromptStore",
     "OffpromptTool",
     "SummarizationError",
@@ -52,6 +55,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "OffpromptSaver": ("offprompt_langchain.checkpoint", "langgraph"),
     "OffpromptMiddleware": ("offprompt_langchain.middleware", "langchain and langgraph"),
     "OffpromptStore": ("offprompt_langchain.store", "langgraph"),
 }

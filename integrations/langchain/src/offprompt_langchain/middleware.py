@@ -32,6 +32,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import (
@@ -193,6 +194,27 @@ class _Recorder:
             fresh = self.store.read(session_id, start=cached[0].next_seq)
             return cached[1] | {s.message.id for s in fresh}
         return {s.message.id for s in self.store.read(session_id)}
+
+    def redundant(self) -> bool:
+        """True when this run's checkpointer is an ``OffpromptSaver`` on the same store:
+        it already keeps the thread, each message once, as this very session."""
+        from langgraph.config import get_config
+
+        from offprompt_langchain.checkpoint import OffpromptSaver
+
+        try:
+            saver = get_config().get("configurable", {}).get("__pregel_checkpointer")
+        except RuntimeError:  # not inside a LangGraph run
+            return False
+        if not isinstance(saver, OffpromptSaver):
+            return False
+        mine, theirs = self.store, getattr(saver.store, "inner", saver.store)
+        here, there = getattr(mine, "path", None), getattr(theirs, "path", None)
+        if theirs is mine:
+            return True
+        return (
+            isinstance(here, Path) and isinstance(there, Path) and here.resolve() == there.resolve()
+        )
 
     def record(self, session_id: str, messages: Sequence[BaseMessage]) -> int:
         """Append the messages the session does not hold yet; returns how many."""
@@ -611,14 +633,14 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # == 3. the record =======================================================================
     def _record(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
-        if self._recorder is None:
+        if self._recorder is None or self._recorder.redundant():
             return
         assert self.memory is not None
         session = thread_id_of(runtime) or self.memory.session_id
         self._recorder.record(session, list(state.get("messages", [])))
 
     async def _arecord(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
-        if self._recorder is None:
+        if self._recorder is None or self._recorder.redundant():
             return
         session = thread_id_of(runtime)  # read here: the config context is this task's
         assert self.memory is not None
