@@ -16,6 +16,7 @@ EXPECTED_ALL = [
     "OffpromptChatMessageHistory",
     "OffpromptEmbeddings",
     "OffpromptMiddleware",
+    "OffpromptSaver",
     "OffpromptStore",
     "OffpromptTool",
     "SummarizationError",
