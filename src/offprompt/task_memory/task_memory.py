@@ -1260,6 +1260,55 @@ class TaskMemory:
     async def anamespace_metadata(self, namespace: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.namespace_metadata, namespace)
 
+    async def astats(self, namespace: str) -> OutputStats:
+        """Async twin of :meth:`stats`."""
+        return await asyncio.to_thread(self.stats, namespace)
+
+    async def adescribe(self, namespace: str, *, max_tokens: int | None = None) -> str:
+        """Async twin of :meth:`describe`."""
+        return await asyncio.to_thread(self.describe, namespace, max_tokens=max_tokens)
+
+    async def agrep(
+        self,
+        namespace: str,
+        pattern: str,
+        *,
+        regex: bool = True,
+        ignore_case: bool = False,
+        context: int = 0,
+        max_matches: int = 50,
+    ) -> GrepResult:
+        """Async twin of :meth:`grep`."""
+        return await asyncio.to_thread(
+            self.grep,
+            namespace,
+            pattern,
+            regex=regex,
+            ignore_case=ignore_case,
+            context=context,
+            max_matches=max_matches,
+        )
+
+    async def aread_lines(
+        self, namespace: str, start: int, stop: int | None = None
+    ) -> TextArtifact:
+        """Async twin of :meth:`read_lines`."""
+        return await asyncio.to_thread(self.read_lines, namespace, start, stop)
+
+    async def ajson_outline(self, namespace: str, *, depth: int = 3) -> str:
+        """Async twin of :meth:`json_outline`."""
+        return await asyncio.to_thread(self.json_outline, namespace, depth=depth)
+
+    async def ajson_query(self, namespace: str, expression: str) -> Any:
+        """Async twin of :meth:`json_query`."""
+        return await asyncio.to_thread(self.json_query, namespace, expression)
+
+    async def await_indexed(
+        self, namespace: str | None = None, timeout: float | None = None
+    ) -> bool:
+        """Async twin of :meth:`wait_indexed` (waits in a worker thread)."""
+        return await asyncio.to_thread(self.wait_indexed, namespace, timeout)
+
 
 def _check_storages(storages: Mapping[type[BaseArtifact], ArtifactStorage]) -> None:
     """Refuse a mapping whose storage cannot store its key's artifact type."""
