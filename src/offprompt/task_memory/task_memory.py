@@ -650,9 +650,11 @@ class TaskMemory:
         """
         if namespace is not None:
             validate_namespace(namespace)
+        if self._closed:
+            return False
         indexer = self._indexer
         if indexer is None:
-            return not self._closed or self._all_indexed(namespace)
+            return self._all_indexed(namespace)
         if namespace is None:
             done = indexer.wait(None, timeout)
         else:
