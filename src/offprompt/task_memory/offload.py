@@ -139,15 +139,25 @@ def bound_text(text: str, max_tokens: int, tokenizer: Any, hint: str = "") -> st
     """``text`` cut to at most ``max_tokens`` tokens, the cut said in a last line.
 
     ``tokenizer`` has ``encode``, ``decode`` and ``count`` (a ``TiktokenTokenizer``).
-
-    The note is counted in the bound, so the result never exceeds ``max_tokens``.
+    The note is counted in the bound (a shorter note when the bound is tiny), and the
+    result is re-counted, so it never exceeds ``max_tokens``.
     """
     tokens = tokenizer.encode(text)
     if len(tokens) <= max_tokens:
         return text
-    note = f"\n[... cut: {len(tokens)} tokens in all, {max_tokens} shown{hint}]"
-    keep = max(0, max_tokens - tokenizer.count(note) - 1)
-    return str(tokenizer.decode(tokens[:keep])) + note
+    for note in (f"\n[... cut: {len(tokens):,} tokens in all{hint}]", "\n[... cut]", ""):
+        room = max_tokens - tokenizer.count(note)
+        if note and room < max_tokens // 2:
+            continue  # the note would crowd out the text
+        keep = room
+        while keep >= 0:
+            # A cut inside a character decodes to a replacement that may count more.
+            out = str(tokenizer.decode(tokens[:keep])).rstrip("\ufffd") + note
+            over = tokenizer.count(out) - max_tokens
+            if over <= 0:
+                return out
+            keep -= over
+    return ""
 
 
 def _check_int(label: str, value: Any, low: int) -> int:
