@@ -984,8 +984,11 @@ class TaskMemory:
 
         Reaches the whole collection and blob stores of this memory, not only its own
         scope (it is an administrative call; :func:`offprompt.forget.forget` uses it).
-        Returns ``{"points": n, "blobs": m}``.
+        Returns ``{"points": n, "blobs": m}`` (a text output's raw text is a blob too).
+        Pending indexing finishes first, so no chunk is written after the deletion.
         """
+        if self._indexer is not None:
+            self._indexer.wait()
         points = self.vector_store.forget_scope(scope, all=all)
         blobs = 0
         seen: set[int] = set()
