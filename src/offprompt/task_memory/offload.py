@@ -62,6 +62,7 @@ ERROR_LINE_CHARS = 200
 """Characters of a stored error's first line that the model sees."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_NON_SPACE = re.compile(r"\S")
 _STEM_CHARS = 64
 _CALL_ID_CHARS = 32
 
@@ -266,7 +267,7 @@ class OffloadPolicy:
         if not isinstance(output, str):
             raise ValidationError(f"output must be a str, got {type(output).__name__}")
         secret = self.sensitive if sensitive is None else bool(sensitive)
-        if not output.strip():
+        if not output or output.isspace():  # isspace stops at the first other character
             return Offloaded(output, None)
         memory = self.task_memory
         namespace = self.namespace_for(tool_name, call_id)
@@ -342,7 +343,10 @@ class OffloadPolicy:
 
     @staticmethod
     def _error_text(output: str, reference: StoredReference, reference_text: str) -> str:
-        first = output.strip().split("\n", 1)[0].rstrip("\r")
+        found = _NON_SPACE.search(output)
+        start = found.start() if found else 0
+        end = output.find("\n", start, start + ERROR_LINE_CHARS + 1)
+        first = output[start : end if end >= 0 else start + ERROR_LINE_CHARS + 1].rstrip()
         if len(first) > ERROR_LINE_CHARS:
             first = first[:ERROR_LINE_CHARS] + "…"
         # Quoted as JSON: an error line cannot pass for a reference sentence.

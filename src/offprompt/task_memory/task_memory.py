@@ -89,7 +89,7 @@ _META_KEY = "task_memory"
 # larger ones get estimates (marked) until the background job has run.
 _EXACT_AT_ONCE_BYTES = 256 * 1024
 _PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
-_SAMPLE_BYTES = 64 * 1024
+_SAMPLE_BYTES = 16 * 1024
 _VIEWS_CACHED = 4
 _PAGES_JOB = "\x00pages"  # suffix of the follow-up job key (not a valid namespace char)
 
@@ -456,7 +456,7 @@ class TaskMemory:
             return ErrorArtifact(
                 value=f"tool output must be an artifact, got {type(artifact).__name__}"
             )
-        if not artifact or (isinstance(artifact, ListArtifact) and not any(artifact.value)):
+        if _is_empty(artifact):
             return InfoArtifact(value=EMPTY_OUTPUT)
         threshold = self.min_tokens if min_tokens is None else min_tokens
         if not sensitive and threshold > 0 and isinstance(artifact, TextArtifact):
@@ -1313,6 +1313,16 @@ class TaskMemory:
     ) -> bool:
         """Async twin of :meth:`wait_indexed` (waits in a worker thread)."""
         return await asyncio.to_thread(self.wait_indexed, namespace, timeout)
+
+
+def _is_empty(artifact: BaseArtifact) -> bool:
+    """Empty or whitespace-only output (``isspace`` stops at the first other character,
+    where ``bool(TextArtifact)`` would copy a 50 MB value to strip it)."""
+    if isinstance(artifact, TextArtifact):
+        return not artifact.value or artifact.value.isspace()
+    if isinstance(artifact, ListArtifact):
+        return not artifact.value or all(_is_empty(item) for item in artifact.value)
+    return not artifact
 
 
 def _check_storages(storages: Mapping[type[BaseArtifact], ArtifactStorage]) -> None:
