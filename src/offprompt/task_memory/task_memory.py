@@ -376,6 +376,7 @@ class TaskMemory:
                 and storage.raw_store is not None
             )
             generations: list[str] = []
+            fresh: dict[str, bytes] = {}
             seq = sum(int(e["chunks"]) for e in meta["artifacts"])
             entries = []
             try:
@@ -385,7 +386,7 @@ class TaskMemory:
                     generations.append(generation)
                     if raw:
                         assert isinstance(storage, TextArtifactStorage)
-                        entry, _ = storage.write_raw(
+                        entry, fresh[generation] = storage.write_raw(
                             namespace, item, generation=generation, tenant=self.tenant
                         )
                     else:
@@ -414,7 +415,7 @@ class TaskMemory:
             if context is not None:
                 meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
             self._totals(meta)
-            meta["stats"] = self._fresh_stats(namespace, meta, items)
+            meta["stats"] = self._fresh_stats(namespace, meta, items, fresh)
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
             emit_safely(
@@ -673,17 +674,30 @@ class TaskMemory:
 
     # ------------------------------------------------------------ stats, views
 
-    def _entry_bytes(self, namespace: str, entries: Sequence[Mapping[str, Any]]) -> bytes:
+    def _entry_bytes(
+        self,
+        namespace: str,
+        entries: Sequence[Mapping[str, Any]],
+        fresh: Mapping[str, bytes] | None = None,
+    ) -> bytes:
         storage = self._text_storage()
         parts: list[bytes] = []
         for entry in entries:
-            data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
+            data = (fresh or {}).get(entry["generation"])
+            if data is None:
+                data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
             parts.append(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def _view(self, namespace: str, meta: Mapping[str, Any]) -> TextView:
+    def _view(
+        self,
+        namespace: str,
+        meta: Mapping[str, Any],
+        fresh: Mapping[str, bytes] | None = None,
+    ) -> TextView:
         """The namespace's text (its artifacts' texts concatenated, as :meth:`read` pages
-        join back), cached for the last few namespaces read."""
+        join back), cached for the last few namespaces read. ``fresh``: bytes just
+        written, by generation (not read back from the blob store)."""
         entries = meta["artifacts"]
         key = (namespace, tuple((e["generation"], e["id"], e.get("first_seq")) for e in entries))
         with self._views_lock:
@@ -691,7 +705,7 @@ class TaskMemory:
             if view is not None:
                 self._views.move_to_end(key)
                 return view
-        view = TextView(self._entry_bytes(namespace, entries))
+        view = TextView(self._entry_bytes(namespace, entries, fresh))
         with self._views_lock:
             self._views[key] = view
             while len(self._views) > _VIEWS_CACHED:
@@ -736,7 +750,11 @@ class TaskMemory:
         return None if view.parsed[0] == "" else view.parsed
 
     def _fresh_stats(
-        self, namespace: str, meta: dict[str, Any], items: Sequence[BaseArtifact]
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        items: Sequence[BaseArtifact],
+        fresh: Mapping[str, bytes] | None = None,
     ) -> dict[str, Any]:
         """The card's stats right after a write: exact for small outputs, estimated
         (tokens, pages; JSON unconfirmed) for large ones until the background job ran."""
@@ -752,7 +770,7 @@ class TaskMemory:
                 tools=tools_for(kind),
                 artifacts=len(entries),
             ).model_dump()
-        view = self._view(namespace, meta)
+        view = self._view(namespace, meta, fresh)
         data = view.data
         sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
         if indexed:
