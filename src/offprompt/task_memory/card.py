@@ -108,10 +108,10 @@ def _quote(line: str) -> str:
 
 
 def cut_line(line: str, limit: int = LINE_PREVIEW_CHARS) -> str:
-    """``line`` cut to ``limit`` characters, with the cut marked."""
-    if len(line) <= limit:
+    """``line`` cut to ``limit`` characters, the cut marked with ``…``."""
+    if len(line) <= limit or (len(line) == limit + 1 and line.endswith("…")):
         return line
-    return f"{line[:limit]}… (+{len(line) - limit:,} chars)"
+    return f"{line[:limit]}…"
 
 
 def _count(value: int, estimated: bool) -> str:

@@ -430,6 +430,9 @@ class TaskMemory:
             )
         if any(not e.get("indexed", True) for e in entries):
             self._schedule(namespace)
+        elif self.index_mode == "sync" and storage.kind == "text":
+            self._pages_job(namespace)  # exact page count (and JSON check) before returning
+            meta = self._meta(namespace) or meta
         if self.retention is not None and self.retention.on_write:
             self.prune(keep=namespace)
         return self._public_meta(namespace, meta)
