@@ -533,10 +533,16 @@ class TaskMemory:
         self._indexer.submit(namespace + _PAGES_JOB)
 
     def _run_job(self, key: str, should_stop: Callable[[], bool]) -> None:
-        if key.endswith(_PAGES_JOB):
-            self._pages_job(key[: -len(_PAGES_JOB)])
-        else:
-            self._index_job(key, should_stop)
+        namespace = key.removesuffix(_PAGES_JOB)
+        try:
+            if key.endswith(_PAGES_JOB):
+                self._pages_job(namespace)
+            else:
+                self._index_job(namespace, should_stop)
+        except OffpromptError:
+            if self._meta(namespace) is None:
+                return  # deleted (or pruned) meanwhile: nothing left to index
+            raise
 
     def _index_failed(self, key: str, exc: BaseException) -> None:
         emit_safely(
