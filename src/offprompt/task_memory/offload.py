@@ -15,7 +15,7 @@ Rules:
   ``preview=True``). Smaller outputs pass through unchanged (``reference=None``).
 * An error goes through the same rule: a large (or sensitive) error is stored and the
   model sees the error's first line (quoted as data, at most :data:`ERROR_LINE_CHARS`
-  characters), its size, then the reference. A short error passes through.
+  characters), its size, then the bare reference sentence (no card). A short error passes through.
 * An output that cannot be stored raises :class:`OffloadError`, whose message never
   holds any of the output.
 """
@@ -277,6 +277,8 @@ class OffloadPolicy:
             TextArtifact(value=output, name=namespace),
             sensitive=secret,
             min_tokens=self.min_tokens,
+            # An error is shown by its first line and size: the bare sentence follows.
+            preview=False if is_error else None,
         )
         if isinstance(result, ErrorArtifact):
             raise OffloadError(
