@@ -238,6 +238,7 @@ class TaskMemory:
         self._views: OrderedDict[tuple[Any, ...], TextView] = OrderedDict()
         self._views_lock = threading.Lock()
         self._indexer: BackgroundIndexer | None = None
+        self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         self._closed = False
         self._resume_unindexed()
 
@@ -542,7 +543,7 @@ class TaskMemory:
             if key.endswith(_PAGES_JOB):
                 self._pages_job(namespace)
             else:
-                self._index_job(namespace, should_stop)
+                self._index_job(namespace, lambda: should_stop() or namespace in self._cancelled)
         except OffpromptError:
             if self._meta(namespace) is None:
                 return  # deleted (or pruned) meanwhile: nothing left to index
@@ -998,7 +999,8 @@ class TaskMemory:
                 doomed.append(victim)
             for ns in doomed:
                 self.vector_store.delete_metadata(ns, _META_KEY)
-                self._kind_storage(docs[ns]["storage"]).discard(ns, None, tenant=self.tenant)
+        for ns in doomed:
+            self._discard_deleted(ns, docs[ns])
         if doomed:
             emit_safely(
                 self.tracer,
@@ -1217,8 +1219,28 @@ class TaskMemory:
             if meta is None:
                 return False
             self.vector_store.delete_metadata(namespace, _META_KEY)
-            self._kind_storage(meta["storage"]).discard(namespace, None, tenant=self.tenant)
-            return True
+        self._discard_deleted(namespace, meta)
+        return True
+
+    def _discard_deleted(self, namespace: str, meta: Mapping[str, Any]) -> None:
+        """Delete the data of a namespace whose metadata is gone, once its indexing job
+        (told to stop) has finished, so no chunk is written after the deletion."""
+        if self._indexer is not None and self._indexer.pending(namespace):
+            self._cancelled.add(namespace)
+            try:
+                self._indexer.wait(namespace)
+            finally:
+                self._cancelled.discard(namespace)
+        storage = self._kind_storage(meta["storage"])
+        with self._lock:
+            current = self._meta(namespace)
+            if current is None:
+                storage.discard(namespace, None, tenant=self.tenant)
+            else:  # written again meanwhile: keep the new generations
+                gone = [e["generation"] for e in meta["artifacts"]]
+                storage.discard(
+                    namespace, current["artifacts"], tenant=self.tenant, generations=gone
+                )
 
     # ------------------------------------------------------------------ async
 
