@@ -119,7 +119,10 @@ def test_json_outline_and_query(tools: dict[str, MemoryToolSpec]) -> None:
 
 def test_query_and_summarize(tools: dict[str, MemoryToolSpec]) -> None:
     hits = run(tools, "query_memory", artifact_namespace="logs-1", query="FAILED E-4711", top_n=2)
-    assert hits.startswith('2 passage(s) from artifact_namespace "logs-1"') and "req=1234 FAILED" in hits
+    assert (
+        hits.startswith('2 passage(s) from artifact_namespace "logs-1"')
+        and "req=1234 FAILED" in hits
+    )
     summary = run(tools, "summarize_memory", artifact_namespace="logs-1")
     assert summary.startswith('Summary of artifact_namespace "logs-1":\n') and len(summary) > 60
 
