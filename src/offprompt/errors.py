@@ -9,7 +9,11 @@ Tree::
     OffpromptError
     ├── ValidationError          bad input: a field, role, argument or name is wrong
     │   ├── NamespaceError       a namespace / session / tenant name is not allowed
-    │   └── StorageMismatchError a task-memory namespace holds another storage's artifacts
+    │   ├── StorageMismatchError a task-memory namespace holds another storage's artifacts
+    │   ├── PatternError         a grep pattern that is empty or not a valid regex
+    │   ├── JsonQueryError       a JMESPath expression that does not parse or run
+    │   ├── NotJsonError         a task-memory namespace that does not hold JSON
+    │   └── RangeError           a page or line range outside the stored output
     ├── DeserializationError     a payload cannot be turned back into an object
     │   └── UnknownTypeError     a ``type`` discriminator nobody registered
     ├── SerializationError       an object holds a value that cannot be serialised
@@ -18,6 +22,7 @@ Tree::
     │   ├── NotAStoreError       a path exists but is not an offprompt store
     │   └── ForgetError          ``forget`` could not finish (``report`` says what it did)
     ├── NotFoundError            a session, namespace or item does not exist
+    ├── OffloadError             a tool output could not be stored off-prompt
     ├── ModelError               a language model's reply cannot be used
     │   ├── SummarizationError   no usable summary (empty or non-text output)
     │   └── MemoryModelError     no usable rating or insight in the reply
@@ -48,12 +53,17 @@ __all__ = [
     "DemoError",
     "DeserializationError",
     "ForgetError",
+    "JsonQueryError",
     "MemoryModelError",
     "ModelError",
     "NamespaceError",
     "NotAStoreError",
     "NotFoundError",
+    "NotJsonError",
+    "OffloadError",
     "OffpromptError",
+    "PatternError",
+    "RangeError",
     "ScriptExhaustedError",
     "SerializationError",
     "StorageError",
@@ -89,6 +99,22 @@ class ValidationError(OffpromptError, ValueError):
 
 class NamespaceError(ValidationError):
     """A namespace, session id or tenant name that is empty, too long or unsafe."""
+
+
+class PatternError(ValidationError):
+    """A grep pattern that is empty, or a regex RE2 rejects (syntax, backreferences)."""
+
+
+class JsonQueryError(ValidationError):
+    """A JMESPath expression that does not parse, or fails on the stored value."""
+
+
+class NotJsonError(ValidationError):
+    """A task-memory namespace whose output is not JSON (nor JSON lines)."""
+
+
+class RangeError(ValidationError):
+    """A page or a line range outside the stored output."""
 
 
 class DeserializationError(OffpromptError, ValueError):
@@ -156,6 +182,10 @@ class CLIError(OffpromptError):
 
 class UsageError(OffpromptError):
     """The command line itself is wrong (exit code 2)."""
+
+
+class OffloadError(OffpromptError):
+    """A tool output could not be stored off-prompt; the message names why, never the output."""
 
 
 class DemoError(OffpromptError):
