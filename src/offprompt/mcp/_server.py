@@ -1,0 +1,142 @@
+"""What the proxy and the memory server share: tool listing and calling, and stdio.
+
+Handlers are put straight into ``Server.request_handlers`` (the SDK's decorators are
+untyped, and the proxy must not validate or re-shape what it forwards).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+import jsonschema
+from mcp import types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+
+from offprompt.errors import OffpromptError
+from offprompt.mcp._core import MemoryTool
+
+__all__ = ["ToolTable", "run_stdio", "text_result"]
+
+_READ_CHUNK = 1 << 20
+
+
+def text_result(text: str, *, is_error: bool = False) -> types.CallToolResult:
+    """A tool result holding one text block."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], isError=is_error
+    )
+
+
+class ToolTable:
+    """Tools served by this process itself (the memory tools, the session tools ...).
+
+    Each is listed with its JSON-schema parameters; a call is validated against them
+    first, so a model's wrong arguments come back as a short tool error.
+    """
+
+    def __init__(self, tools: Sequence[MemoryTool]) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tools
+
+    def listed(self) -> list[types.Tool]:
+        return [
+            types.Tool(name=t.name, description=t.description, inputSchema=t.parameters)
+            for t in self.tools.values()
+        ]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Validate and run one call; unknown tools, bad arguments, failures are tool errors."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return text_result(f"Unknown tool {name[:100]!r}.", is_error=True)
+        try:
+            jsonschema.validate(arguments, tool.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            return text_result(
+                f"Invalid arguments for {name}{f' ({where})' if where else ''}: {exc.message[:300]}",
+                is_error=True,
+            )
+        try:
+            return text_result(await tool.arun(**arguments))
+        except OffpromptError as exc:
+            return text_result(f"Error: {' '.join(str(exc).split())}"[:2000], is_error=True)
+
+
+class _StdinLines:
+    """Lines of standard input, read on the event loop so that shutdown never waits.
+
+    The SDK's default reader blocks a worker thread in ``readline``; when the proxy
+    must stop while its client keeps stdin open (the upstream server died), that
+    thread would hold the exit until the client wrote again.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_READ_CHUNK)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        pending: list[bytes] = []
+        while True:
+            chunk = await reader.read(_READ_CHUNK)
+            if not chunk:
+                break
+            while (cut := chunk.find(b"\n")) >= 0:
+                pending.append(chunk[: cut + 1])
+                yield b"".join(pending).decode("utf-8", errors="replace")
+                pending = []
+                chunk = chunk[cut + 1 :]
+            if chunk:
+                pending.append(chunk)
+        if pending and b"".join(pending).strip():
+            yield b"".join(pending).decode("utf-8", errors="replace")
+
+
+def _stdin() -> Any:
+    """The cancellable line reader when stdin is a pipe, the SDK's reader otherwise."""
+    try:
+        if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode) or stat.S_ISSOCK(
+            os.fstat(sys.stdin.fileno()).st_mode
+        ):
+            return _StdinLines()
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+async def run_stdio(
+    server: Server[Any, Any],
+    *,
+    until: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Serve ``server`` over this process's stdin/stdout.
+
+    Returns when the client closes stdin, or when ``until`` returns (whichever first).
+    """
+    options = server.create_initialization_options(NotificationOptions())
+    async with anyio.create_task_group() as group:
+
+        async def serve() -> None:
+            async with stdio_server(stdin=_stdin()) as (read, write):
+                await server.run(read, write, options)
+            group.cancel_scope.cancel()
+
+        async def watch() -> None:
+            assert until is not None
+            await until()
+            group.cancel_scope.cancel()
+
+        group.start_soon(serve)
+        if until is not None:
+            group.start_soon(watch)
