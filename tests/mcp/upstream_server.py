@@ -122,4 +122,7 @@ def triage(service: str) -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("FIXTURE_PID_FILE"):  # lets a test check that the process is gone
+        with open(os.environ["FIXTURE_PID_FILE"], "w") as handle:
+            handle.write(str(os.getpid()))
     server.run("stdio")

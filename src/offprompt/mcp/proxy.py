@@ -49,6 +49,9 @@ __all__ = ["DEFAULT_TIMEOUT", "REFERENCES_META_KEY", "ProxyConfig", "UpstreamErr
 DEFAULT_TIMEOUT = 300.0
 """Seconds the proxy waits for the upstream server to answer one request."""
 
+INIT_TIMEOUT = 60.0
+"""Seconds the upstream server gets to start and answer ``initialize`` (at least)."""
+
 REFERENCES_META_KEY = "offprompt/references"
 """Key, in a tool result's ``_meta``, of the list of stored references."""
 
@@ -70,7 +73,8 @@ class ProxyConfig:
         scope: The partition results are stored in and memory tools read from.
         min_tokens: Text blocks with fewer tokens pass through (``None``: the default).
         sensitive: Tools whose every result is stored.
-        timeout: Seconds to wait for each upstream answer (initialize included).
+        timeout: Seconds to wait for each upstream answer (``initialize``: at least
+            :data:`INIT_TIMEOUT`, a server may be slow to start).
         max_output_tokens: Bound of every memory-tool output.
         env: Environment of the upstream (``None``: the proxy's own environment).
         cwd: Working directory of the upstream (``None``: the proxy's).
@@ -275,12 +279,12 @@ class Proxy:
 
 
 def _translate(exc: BaseException, params: StdioServerParameters, timeout: float) -> BaseException:
-    if isinstance(exc, OSError):
-        return UpstreamError(f"cannot start the upstream MCP server {params.command!r}: {exc}")
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError):  # before OSError: TimeoutError is one
         return UpstreamError(
             f"the upstream MCP server did not answer initialize within {timeout:g} s"
         )
+    if isinstance(exc, OSError):
+        return UpstreamError(f"cannot start the upstream MCP server {params.command!r}: {exc}")
     return exc
 
 
@@ -294,6 +298,8 @@ def _single(exc: BaseException) -> BaseException:
 async def run_proxy(config: ProxyConfig) -> None:
     """Run the proxy until the client or the upstream server goes away.
 
+    The home's task memory opens while the upstream server starts (both take seconds).
+
     Raises:
         UpstreamError: The upstream server could not be started or initialized, or it
             exited while the client was connected.
@@ -301,28 +307,58 @@ async def run_proxy(config: ProxyConfig) -> None:
     """
     if not config.command:
         raise UpstreamError("no upstream command: give it after '--'")
-    memory = await anyio.to_thread.run_sync(open_task_memory, config.home, config.scope)
+    params = StdioServerParameters(
+        command=config.command[0],
+        args=list(config.command[1:]),
+        env=dict(os.environ) if config.env is None else config.env,
+        cwd=config.cwd,
+    )
+    opening = _Opening(config)
     try:
-        binding = CoreBinding(
-            memory,
-            min_tokens=config.min_tokens,
-            sensitive=config.sensitive,
-            max_output_tokens=config.max_output_tokens,
-        )
-        params = StdioServerParameters(
-            command=config.command[0],
-            args=list(config.command[1:]),
-            env=dict(os.environ) if config.env is None else config.env,
-            cwd=config.cwd,
-        )
-        gone = await _serve(params, binding, config.timeout)
+        async with anyio.create_task_group() as group:
+            group.start_soon(opening.run)
+            gone = await _serve(params, opening, config.timeout)
+    except BaseExceptionGroup as group_error:
+        raise _single(group_error) from None
     finally:
-        await anyio.to_thread.run_sync(memory.close)
+        if opening.memory is not None:
+            await anyio.to_thread.run_sync(opening.memory.close)
     if gone:
         raise UpstreamError(f"the upstream MCP server exited: {' '.join(config.command)}")
 
 
-async def _serve(params: StdioServerParameters, binding: CoreBinding, timeout: float) -> bool:
+class _Opening:
+    """The task memory being opened in a worker thread, and the binding once it is."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.memory: Any = None
+        self.error: BaseException | None = None
+        self.done = anyio.Event()
+
+    async def run(self) -> None:
+        try:
+            self.memory = await anyio.to_thread.run_sync(
+                open_task_memory, self.config.home, self.config.scope
+            )
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    async def binding(self) -> CoreBinding:
+        await self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return CoreBinding(
+            self.memory,
+            min_tokens=self.config.min_tokens,
+            sensitive=self.config.sensitive,
+            max_output_tokens=self.config.max_output_tokens,
+        )
+
+
+async def _serve(params: StdioServerParameters, opening: _Opening, timeout: float) -> bool:
     """Serve until one side leaves; whether the upstream left first."""
     gone = anyio.Event()
     died = False
@@ -333,16 +369,19 @@ async def _serve(params: StdioServerParameters, binding: CoreBinding, timeout: f
             group.start_soon(_tap, up_read, sink, gone)
             async with ClientSession(tapped, up_write) as session:
                 try:
-                    with anyio.fail_after(timeout):
+                    with anyio.fail_after(max(timeout, INIT_TIMEOUT)):
                         init = await session.initialize()
                 except McpError as exc:
                     raise UpstreamError(
                         f"the upstream MCP server failed to initialize: {exc.error.message}"
                     ) from None
+                binding = await opening.binding()
                 proxy = Proxy(_Upstream(session, gone, timeout), binding, init)
                 await run_stdio(proxy.server, until=proxy.wait_gone)
                 died = gone.is_set()
             group.cancel_scope.cancel()
+    except OffpromptError:
+        raise
     except Exception as exc:
-        raise _translate(_single(exc), params, timeout) from None
+        raise _translate(_single(exc), params, max(timeout, INIT_TIMEOUT)) from None
     return died
