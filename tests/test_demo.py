@@ -25,8 +25,8 @@ from offprompt.errors import ValidationError
 
 CLI = [sys.executable, "-m", "offprompt.cli"]
 REFERENCE = re.compile(
-    r'Output of "fetch_server_log\.run" was stored in memory with memory_name "TaskMemory" '
-    r'and artifact_namespace "(?P<ns>fetch_server_log-[0-9a-f]+)"\.'
+    r'Output of "fetch_server_log\.call" was stored in memory with memory_name "TaskMemory" '
+    r'and artifact_namespace "(?P<ns>fetch_server_log-[0-9A-Za-z_.-]+)"\.'
 )
 
 

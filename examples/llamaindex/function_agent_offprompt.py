@@ -6,7 +6,7 @@ Run: python examples/llamaindex/function_agent_offprompt.py
 1. ``fetch_contract`` returns ~230 KB of text. Wrapped with ``offprompt_tool``, its
    output is stored in ``TaskMemory`` (embedded Qdrant) and the model gets one sentence:
    the reference with the ``artifact_namespace``.
-2. ``TaskMemoryToolSpec`` gives the model ``query_memory`` / ``read_memory`` /
+2. ``TaskMemoryToolSpec`` gives the model ``query_memory`` / ``grep_memory`` / ``read_memory`` /
    ``summarize_memory``; it asks for the clause it needs and gets a few hundred tokens.
 3. The whole exchange is in an ``OffpromptMemory`` session in the SQLite store.
 
@@ -69,12 +69,14 @@ class ScriptedAgentLLM(FunctionCallingLLM):
         last = messages[-1]
         if last.role.value == "user":
             return self._call("fetch_contract", "c1", contract_id="ACME-7")
-        found = re.search(r'artifact_namespace "([^"]+)"', last.content or "")
+        found = re.search(
+            r'was stored in memory .* artifact_namespace "([^"]+)"', last.content or ""
+        )
         if found:
             return self._call(
                 "query_memory",
                 "c2",
-                namespace=found.group(1),
+                artifact_namespace=found.group(1),
                 query="terminate notice days",
                 top_n=1,
             )
@@ -155,7 +157,7 @@ async def main() -> None:
     task_memory = TaskMemory(path=home / "task-memory")
     tools = [
         offprompt_tool(fetch_contract, task_memory, min_tokens=1000),
-        *TaskMemoryToolSpec(task_memory, max_output_tokens=400).to_tool_list(),
+        *TaskMemoryToolSpec(task_memory, max_output_tokens=700).to_tool_list(),
     ]
     llm = ScriptedAgentLLM()
     agent = FunctionAgent(

@@ -8,7 +8,11 @@ Tree::
 
     OffpromptError
     ├── ValidationError          bad input: a field, role, argument or name is wrong
-    │   └── NamespaceError       a namespace / session / tenant name is not allowed
+    │   ├── NamespaceError       a namespace / session / tenant name is not allowed
+    │   ├── PatternError         a grep pattern that is empty or not a valid regex
+    │   ├── JsonQueryError       a JMESPath expression that does not parse or run
+    │   ├── NotJsonError         a task-memory namespace that does not hold JSON
+    │   └── RangeError           a page or line range outside the stored output
     ├── DeserializationError     a payload cannot be turned back into an object
     │   └── UnknownTypeError     a ``type`` discriminator nobody registered
     ├── SerializationError       an object holds a value that cannot be serialised
@@ -28,10 +32,14 @@ from typing import Any
 
 __all__ = [
     "DeserializationError",
+    "JsonQueryError",
     "NamespaceError",
     "NotAStoreError",
     "NotFoundError",
+    "NotJsonError",
     "OffpromptError",
+    "PatternError",
+    "RangeError",
     "SerializationError",
     "StorageError",
     "TokenizerError",
@@ -63,6 +71,22 @@ class ValidationError(OffpromptError, ValueError):
 
 class NamespaceError(ValidationError):
     """A namespace, session id or tenant name that is empty, too long or unsafe."""
+
+
+class PatternError(ValidationError):
+    """A grep pattern that is empty, or a regex RE2 rejects (syntax, backreferences)."""
+
+
+class JsonQueryError(ValidationError):
+    """A JMESPath expression that does not parse, or fails on the stored value."""
+
+
+class NotJsonError(ValidationError):
+    """A task-memory namespace whose output is not JSON (nor JSON lines)."""
+
+
+class RangeError(ValidationError):
+    """A page or a line range outside the stored output."""
 
 
 class DeserializationError(OffpromptError, ValueError):

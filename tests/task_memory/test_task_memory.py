@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from offprompt.artifacts import (
     BlobArtifact,
+    BooleanArtifact,
     ErrorArtifact,
     ImageArtifact,
     InfoArtifact,
@@ -99,8 +100,13 @@ def test_process_output_stores_and_returns_the_exact_reference(memory: TaskMemor
     text = _log(400)
     info = memory.process_output("logs", "fetch", TextArtifact(value=text, name="run-1"))
     assert isinstance(info, InfoArtifact)
-    assert info.value == REF.format(t="logs", a="fetch", n="run-1")
+    # The sentence stays first, word for word; the card follows it (issue 13).
+    assert info.value.split("\n")[0] == REF.format(t="logs", a="fetch", n="run-1")
     assert text not in info.value
+    bare = TaskMemory(preview=False).process_output(
+        "logs", "fetch", TextArtifact(value=text, name="run-1")
+    )
+    assert bare.value == REF.format(t="logs", a="fetch", n="run-1")
     assert memory.namespaces() == ["run-1"]
     meta = memory.namespace_metadata("run-1")
     assert (meta["tool"], meta["activity"], meta["storage"]) == ("logs", "fetch", "text")
@@ -160,8 +166,12 @@ def test_bad_namespace_and_mixed_storage_return_errors(memory: TaskMemory) -> No
         memory.store_artifact("shared", BlobArtifact(value=b"\x00"))
     listed = ListArtifact(value=[TextArtifact(value="a"), BlobArtifact(value=b"b")], name="mix")
     assert isinstance(memory.process_output("t", "a", listed), ErrorArtifact)
-    assert isinstance(memory.process_output("t", "a", JsonArtifact(value={"a": 1})), ErrorArtifact)
-    assert memory.namespaces() == ["shared"]
+    # JSON is stored since issue 13; a type no storage takes is still refused.
+    assert isinstance(
+        memory.process_output("t", "a", JsonArtifact(value={"a": 1}, name="j")), InfoArtifact
+    )
+    assert isinstance(memory.process_output("t", "a", BooleanArtifact(value=True)), ErrorArtifact)
+    assert memory.namespaces() == ["j", "shared"]
     assert memory.load_artifacts("shared").value[0].value == "hello"
 
 
@@ -276,7 +286,10 @@ def test_crash_between_upsert_and_metadata_leaves_nothing_visible(tmp_path: Path
             reader.namespace_metadata("new")
 
 
-def test_crash_inside_the_vector_upsert_is_rolled_back(memory: TaskMemory) -> None:
+def test_crash_inside_the_vector_upsert_is_rolled_back() -> None:
+    # index="sync" keeps the all-or-nothing write (the background path is tested in
+    # test_background_indexing.py: there the raw output is committed first).
+    memory = TaskMemory(chunk_tokens=64, overlap_tokens=8, page_tokens=128, index="sync")
     real = memory.vector_store.upsert
     calls = {"n": 0}
 

@@ -25,6 +25,8 @@ from offprompt.errors import ValidationError
 from offprompt.stores import InMemoryStore, SQLiteStore
 from offprompt.summarizers import ExtractiveSummarizer
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import ACTIVITY, StoredReference
+from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
 
 BIG = "Telemetry line with node names and numbers 12345. " * 2000
 SYSTEM = "You are an operations agent."
@@ -69,10 +71,11 @@ def test_large_tool_results_go_off_prompt_small_ones_stay() -> None:
     state = agent.invoke({"messages": [HumanMessage("go")]})
     big, small = tool_messages(state)
     namespace = big.artifact["artifact_namespace"]
-    assert big.content == memory.reference_text("fetch", "run", namespace)
+    assert big.content.split("\n")[0] == memory.reference_text("fetch", ACTIVITY, namespace)
+    assert StoredReference.from_artifact(big.artifact).tool == "fetch"
     assert memory.load_artifacts(namespace).value[0].value == BIG
     assert small.content == "small result small result small result " and small.artifact is None
-    assert set(model.bound_tools[0]) == {"fetch", "query_memory", "read_memory", "summarize_memory"}
+    assert set(model.bound_tools[0]) == {"fetch", *MEMORY_TOOL_NAMES}
     assert all(BIG not in m.text for call in model.calls for m in call)
 
 
@@ -98,9 +101,13 @@ def test_command_results_errors_and_memory_tools() -> None:
     assert memory.load_artifacts(command.artifact["artifact_namespace"]).value[0].value == BIG
     # The memory tool's own (bounded) output is what the model asked for: not re-stored.
     assert "Telemetry line" in queried.content and queried.artifact is None
-    # Errors are reported as the tool reported them, never stored.
-    assert error.status == "error" and error.content.endswith("code 7")
-    assert len(memory.namespaces()) == 1
+    # A large error goes off-prompt too (issue 13): its first line, its size, the reference.
+    assert error.status == "error" and "code 7" not in error.content
+    assert error.content.startswith('Error: the tool failed; first line of its error: "EEEE')
+    assert error.artifact["is_error"] is True and error.artifact["bytes"] == 20_007
+    stored_error = memory.load_artifacts(error.artifact["artifact_namespace"]).value[0].value
+    assert stored_error == "E" * 20_000 + " code 7"
+    assert len(memory.namespaces()) == 2
 
 
 def _conversation_agent(model: ScriptedChatModel, middleware: OffpromptMiddleware) -> Any:

@@ -14,6 +14,8 @@ from pydantic import BaseModel, Field
 from offprompt.artifacts import BlobArtifact, TextArtifact
 from offprompt.errors import ValidationError
 from offprompt.task_memory import BlobArtifactStorage, InMemoryBlobStore, TaskMemory
+from offprompt.task_memory.offload import ACTIVITY, StoredReference
+from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
 
 BIG = "".join(
     f"line {i}: the quick brown fox jumps over node-{i % 97} — ünïcödé ✓\r\n" for i in range(3000)
@@ -65,13 +67,17 @@ def test_large_output_is_stored_and_loads_back_byte_identical(memory: TaskMemory
     message = wrapped.invoke(call("report", {"size": 0}))
     assert isinstance(message, ToolMessage)
     namespace = message.artifact["artifact_namespace"]
-    assert message.content == memory.reference_text("report", "run", namespace)
+    # The reference sentence comes first, word for word (the card may follow).
+    assert message.content.split("\n")[0] == memory.reference_text("report", ACTIVITY, namespace)
     assert message.status == "success" and message.name == "report"
     assert stored_text(memory, message) == BIG
     artifact = message.artifact
     assert artifact["offprompt"] == "stored" and artifact["memory_name"] == "TaskMemory"
     assert artifact["bytes"] == len(BIG.encode("utf-8"))
     assert artifact["tokens"] > 200 and artifact["tool"] == "report"
+    assert artifact["lines"] == 3000 and artifact["activity"] == ACTIVITY == "call"
+    assert artifact["is_error"] is False
+    assert StoredReference.from_artifact(artifact).namespace == namespace
     assert len(json.dumps(artifact)) < 400  # small and serialisable
 
 
@@ -146,15 +152,16 @@ def test_string_input_tool(memory: TaskMemory) -> None:
     wrapped = offprompt_tool(echo, memory, min_tokens=100)
     assert wrapped.args == echo.args
     reference = wrapped.invoke("héllo ")  # no tool call: the content only
-    assert reference.startswith('Output of "echo.run" was stored')
+    assert reference.startswith('Output of "echo.call" was stored')
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_errors_are_reported_like_the_tool_and_not_stored(
+async def test_small_errors_are_reported_like_the_tool_and_not_stored(
     memory: TaskMemory, mode: str
 ) -> None:
     handled = report.model_copy(update={"handle_tool_error": True, "handle_validation_error": True})
-    wrapped = offprompt_tool(handled, memory, min_tokens=0)
+    # Since errors go through the offload policy, min_tokens decides for them too.
+    wrapped = offprompt_tool(handled, memory, min_tokens=100)
     before = set(memory.namespaces())
 
     async def run(t: BaseTool, args: dict[str, Any]) -> Any:
@@ -172,12 +179,67 @@ async def test_errors_are_reported_like_the_tool_and_not_stored(
     assert (await run(wrapped, {"size": -1})).content == "size must be >= 0, got -1"
     assert set(memory.namespaces()) == before
 
-    raising = offprompt_tool(report, memory, min_tokens=0)  # handle_tool_error=False: raises
+    raising = offprompt_tool(report, memory, min_tokens=100)  # handle_tool_error=False: raises
     with pytest.raises(ToolException, match="size must be >= 0"):
         await run(raising, {"size": -1})
     with pytest.raises(RuntimeError, match="boom"):
         await run(wrapped, {"size": 20_000})
     assert set(memory.namespaces()) == before
+
+
+HUGE_ERROR = "upstream rejected the batch: 500\n" + "".join(
+    f"  row {i}: constraint violated on key k-{i}\n" for i in range(20_000)
+)
+
+
+@tool
+def load_batch(kind: str) -> str:
+    """Load a batch; it fails with a huge error message."""
+    if kind == "tool":
+        raise ToolException(HUGE_ERROR)
+    if kind == "runtime":
+        raise RuntimeError(HUGE_ERROR)
+    raise ToolException("bad kind")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_large_errors_go_off_prompt(memory: TaskMemory, mode: str) -> None:
+    handled = offprompt_tool(
+        load_batch.model_copy(update={"handle_tool_error": True}), memory, min_tokens=200
+    )
+
+    async def run(t: BaseTool, args: dict[str, Any]) -> Any:
+        message = call("load_batch", args)
+        return t.invoke(message) if mode == "sync" else await t.ainvoke(message)
+
+    for kind in ("tool", "runtime"):  # handled: an error message, whatever the exception
+        message = await run(handled, {"kind": kind})
+        assert message.status == "error" and message.artifact["is_error"] is True
+    assert message.status == "error"
+    reference = StoredReference.from_artifact(message.artifact)
+    assert reference is not None and reference.is_error and reference.tool == "load_batch"
+    assert stored_text(memory, message) == HUGE_ERROR  # the whole error, byte for byte
+    first, size = message.content.split("\n")[:2]
+    assert '"upstream rejected the batch: 500"' in first and "row 1:" not in message.content
+    assert f"{len(HUGE_ERROR.encode()):,} bytes" in size and "20,001 lines" in size
+    assert memory.reference_text("load_batch", ACTIVITY, reference.namespace) in message.content
+    assert memory.tokenizer.count(message.content) <= 400
+
+    # An error that is not handled is raised as the reference: whoever reports it
+    # shows the model the reference, not 20,000 rows.
+    raising = offprompt_tool(load_batch, memory, min_tokens=200)
+    for kind in ("tool", "runtime"):
+        with pytest.raises(ToolException) as raised:
+            await run(raising, {"kind": kind})
+        assert "row 1:" not in str(raised.value) and "stored in memory" in str(raised.value)
+
+    # A small error of a sensitive tool is stored too.
+    secret = offprompt_tool(
+        load_batch.model_copy(update={"handle_tool_error": True}), memory, sensitive=True
+    )
+    small = await run(secret, {"kind": "other"})
+    assert small.status == "error" and small.artifact["sensitive"] is True
+    assert stored_text(memory, small) == "bad kind"
 
 
 def test_storage_failure_is_a_tool_error_without_the_output() -> None:
@@ -245,7 +307,7 @@ def by_name(tools: list[BaseTool]) -> dict[str, BaseTool]:
 
 def test_memory_tools_query_read_summarize(memory: TaskMemory, stored: str) -> None:
     tools = by_name(task_memory_tools(memory, max_output_tokens=400))
-    assert set(tools) == {"query_memory", "read_memory", "summarize_memory"}
+    assert tuple(tools) == MEMORY_TOOL_NAMES
     target = {"memory_name": "TaskMemory", "artifact_namespace": stored}
     found = tools["query_memory"].invoke({**target, "query": "vault code"})
     assert "AZURE-FALCON-42" in found

@@ -18,8 +18,10 @@ from llama_index.core.workflow import Context
 from offprompt_llamaindex import OffpromptTool, TaskMemoryToolSpec, offprompt_tool
 from pydantic import BaseModel
 
-from offprompt.errors import NotFoundError, ValidationError
+from offprompt.errors import ValidationError
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import StoredReference
+from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
 from offprompt.vectors import QdrantVectorStore
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -173,31 +175,63 @@ async def test_any_base_tool_and_async_base_tool(memory: TaskMemory) -> None:
     assert memory.load_artifacts(async_ns).value[0].value == "async " * 400
 
 
-def test_errors_surface_like_llamaindex_tools(memory: TaskMemory) -> None:
+def test_short_errors_surface_like_llamaindex_tools(memory: TaskMemory) -> None:
     def broken(x: int) -> str:
         """Always fails."""
         raise RuntimeError(f"backend down for {x}")
 
-    tool = offprompt_tool(broken, memory, min_tokens=0, sensitive=True)
+    tool = offprompt_tool(broken, memory, min_tokens=100)
     with pytest.raises(RuntimeError, match="backend down for 1"):
         tool.call(x=1)
-
-    class ErrorTool(AsyncBaseTool):
-        @property
-        def metadata(self) -> ToolMetadata:
-            return ToolMetadata(name="err", description="Reports an error output.")
-
-        def call(self, input: Any) -> ToolOutput:
-            return ToolOutput(
-                content="bad request", tool_name="err", raw_input={}, raw_output=None, is_error=True
-            )
-
-        async def acall(self, input: Any) -> ToolOutput:
-            return self.call(input)
-
-    out = offprompt_tool(ErrorTool(), memory, sensitive=True).call("x")
+    out = offprompt_tool(ErrorTool(), memory, min_tokens=100).call("x")
     assert out.is_error and out.content == "bad request"
     assert memory.namespaces() == []
+
+
+class ErrorTool(AsyncBaseTool):
+    def __init__(self, text: str = "bad request") -> None:
+        self.text = text
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return ToolMetadata(name="err", description="Reports an error output.")
+
+    def call(self, input: Any) -> ToolOutput:
+        return ToolOutput(
+            content=self.text, tool_name="err", raw_input={}, raw_output=None, is_error=True
+        )
+
+    async def acall(self, input: Any) -> ToolOutput:
+        return self.call(input)
+
+
+HUGE_ERROR = "upstream rejected the batch: 500\n" + "".join(
+    f"  row {i}: constraint violated on key k-{i}\n" for i in range(20_000)
+)
+
+
+async def test_large_or_sensitive_errors_go_off_prompt(memory: TaskMemory) -> None:
+    def broken(x: int) -> str:
+        """Always fails, at length."""
+        raise RuntimeError(HUGE_ERROR)
+
+    tool = offprompt_tool(broken, memory, min_tokens=200)
+    for out in (
+        tool.call(x=1),
+        await tool.acall(x=1),
+        offprompt_tool(ErrorTool(HUGE_ERROR), memory, min_tokens=200).call("x"),
+    ):
+        assert out.is_error and "row 1:" not in out.content
+        reference = StoredReference.from_artifact(out.raw_output)
+        assert reference is not None and reference.is_error and reference.lines == 20_001
+        assert '"upstream rejected the batch: 500"' in out.content.split("\n")[0]
+        assert memory.load_artifacts(reference.namespace).value[0].value == HUGE_ERROR
+        assert memory.tokenizer.count(out.content) <= 400
+    secret = offprompt_tool(ErrorTool(), memory, min_tokens=10_000, sensitive=True).call("x")
+    assert secret.is_error and secret.raw_output["sensitive"] is True
+    assert memory.load_artifacts(secret.raw_output["artifact_namespace"]).value[0].value == (
+        "bad request"
+    )
 
 
 async def test_agent_reports_a_failing_wrapped_tool_as_an_error_result(memory: TaskMemory) -> None:
@@ -257,7 +291,7 @@ def test_storage_failure_never_leaks_the_output(memory: TaskMemory) -> None:
     from offprompt.artifacts import BlobArtifact
 
     tool = offprompt_tool(report, memory, min_tokens=10, sensitive=True)
-    tool._namespace = lambda: "taken"  # type: ignore[method-assign]
+    tool.policy.namespace_for = lambda *a, **k: "taken"  # type: ignore[method-assign]
     memory.store_artifact("taken", BlobArtifact(value=b"\x00\x01", name="taken"))
     out = tool.call(quarter="Q9")
     assert out.is_error and "could not store" in out.content
@@ -275,52 +309,57 @@ def stored(memory: TaskMemory) -> str:
     return str(out.raw_output["artifact_namespace"])
 
 
-def test_tool_spec_lists_three_tools(memory: TaskMemory) -> None:
+def test_tool_spec_lists_the_core_tools(memory: TaskMemory) -> None:
     spec = TaskMemoryToolSpec(memory)
     assert isinstance(spec, BaseToolSpec)
     tools = spec.to_tool_list()
-    assert [t.metadata.name for t in tools] == ["query_memory", "read_memory", "summarize_memory"]
+    assert tuple(t.metadata.name for t in tools) == MEMORY_TOOL_NAMES
     schema = tools[0].metadata.get_parameters_dict()
-    assert schema["required"] == ["namespace", "query"]
+    assert schema["required"] == ["artifact_namespace", "query"]
     assert "artifact_namespace" in (tools[0].metadata.description or "")
 
 
 def test_query_read_summarize_are_bounded(memory: TaskMemory, stored: str) -> None:
     spec = TaskMemoryToolSpec(memory, max_output_tokens=300)
     tokenizer = memory.tokenizer
-    hits = spec.query_memory(stored, "vault combination", top_n=50)
+    hits = spec.query_memory(artifact_namespace=stored, query="vault combination", top_n=20)
     assert "12-34-56" in hits and tokenizer.count(hits) <= 300
-    page = spec.read_memory(stored, 1)
-    assert page.startswith("[page 1 of ") and "Section 0:" in page
+    page = spec.read_memory(artifact_namespace=stored, page=1)
+    assert page.startswith("Page 1 of ") and "Section 0:" in page
     assert tokenizer.count(page) <= 300
-    summary = spec.summarize_memory(stored)
+    summary = spec.summarize_memory(artifact_namespace=stored)
     assert summary and tokenizer.count(summary) <= 300
 
 
 async def test_async_tools(memory: TaskMemory, stored: str) -> None:
     tools = {t.metadata.name: t for t in TaskMemoryToolSpec(memory).to_tool_list()}
-    out = await tools["query_memory"].acall(namespace=stored, query="vault combination")
-    assert "12-34-56" in out.content
-    page2 = await tools["read_memory"].acall(namespace=stored, page=2)
-    assert page2.content.startswith("[page 2 of ")
-    assert (await tools["summarize_memory"].acall(namespace=stored)).content
+    out = await tools["query_memory"].acall(artifact_namespace=stored, query="vault combination")
+    assert "12-34-56" in out.content and not out.is_error
+    page2 = await tools["read_memory"].acall(artifact_namespace=stored, page=2)
+    assert page2.content.startswith("Page 2 of ")
+    assert (await tools["summarize_memory"].acall(artifact_namespace=stored)).content
 
 
-async def test_unknown_namespace_is_a_clear_error(memory: TaskMemory, stored: str) -> None:
+async def test_unknown_namespace_is_a_clear_error_naming_no_other(
+    memory: TaskMemory, stored: str
+) -> None:
     spec = TaskMemoryToolSpec(memory)
-    with pytest.raises(NotFoundError, match=f'Unknown artifact_namespace "nope".*"{stored}"'):
-        spec.query_memory("nope", "x")
-    with pytest.raises(NotFoundError, match="Unknown artifact_namespace"):
-        await spec.aread_memory("nope")
-    with pytest.raises(ValidationError, match="page"):
-        spec.read_memory(stored, 10_000)
-    with pytest.raises(ValidationError, match="top_n"):
-        spec.query_memory(stored, "x", top_n=0)
+    tools = {t.metadata.name: t for t in spec.to_tool_list()}
+    out = tools["query_memory"].call(artifact_namespace="nope", query="x")
+    assert out.is_error and 'Unknown artifact_namespace "nope"' in out.content
+    assert stored not in out.content  # another conversation's namespace is never listed
+    assert 'Unknown artifact_namespace "nope"' in await spec.aread_memory(artifact_namespace="nope")
+    past_end = tools["read_memory"].call(artifact_namespace=stored, page=10_000)
+    assert past_end.is_error and "page" in past_end.content
+    assert "top_n" in spec.query_memory(artifact_namespace=stored, query="x", top_n=0)
     # Through an agent the model gets the message as an error result, not a crash.
-    llm = ScriptedFunctionLLM(script=[tool_call("read_memory", "c1", namespace="nope"), "ok"])
+    llm = ScriptedFunctionLLM(
+        script=[tool_call("read_memory", "c1", artifact_namespace="nope"), "ok"]
+    )
     agent = FunctionAgent(tools=spec.to_tool_list(), llm=llm)
     await agent.run("go")
-    assert 'Unknown artifact_namespace "nope"' in text_of(llm.calls[1][-1:])
+    seen = text_of(llm.calls[1][-1:])
+    assert 'Unknown artifact_namespace "nope"' in seen and stored not in seen
 
 
 def test_tool_spec_bad_arguments(memory: TaskMemory) -> None:

@@ -18,12 +18,13 @@ class ActionSubtaskMetaEntry:
     Attributes:
         thought: The model's reasoning before acting.
         actions: The tool calls, as JSON text or a short description.
-        answer: What the step concluded (often the reference sentence).
+        answer: What the step concluded; ``TaskMemory.process_output`` fills in the
+            reference sentence when it is empty.
     """
 
     thought: str
     actions: str
-    answer: str
+    answer: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -35,7 +36,7 @@ class ActionSubtaskMetaEntry:
             return cls(
                 thought=str(data["thought"]),
                 actions=str(data["actions"]),
-                answer=str(data["answer"]),
+                answer=str(data.get("answer") or ""),
                 meta=dict(data.get("meta") or {}),
             )
         except (KeyError, TypeError) as exc:

@@ -8,11 +8,12 @@ that never committed stays invisible.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from offprompt.artifacts import BaseArtifact, BlobArtifact, TextArtifact
+from offprompt.artifacts import BaseArtifact, BlobArtifact, JsonArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
 from offprompt.task_memory.blobs import BlobStore
 from offprompt.task_memory.chunking import Segment, chunks_from_segments, tokenize_segments
@@ -29,7 +30,12 @@ Entry = dict[str, Any]
 
 @runtime_checkable
 class ArtifactStorage(Protocol):
-    """What ``TaskMemory`` needs of a storage."""
+    """What ``TaskMemory`` needs of a storage.
+
+    A storage may also declare ``artifact_types`` (a tuple of artifact classes it can
+    store); ``TaskMemory`` then refuses a ``storages`` mapping whose key is not one of
+    them, at construction.
+    """
 
     kind: ClassVar[str]
 
@@ -73,8 +79,44 @@ def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
 _PIPELINE_MIN_CHARS = 1_000_000
 
 
+class IndexCancelled(Exception):
+    """Raised inside :meth:`TextArtifactStorage.index` when ``should_stop()`` turned true."""
+
+
+def text_of(artifact: BaseArtifact) -> str:
+    """The text a text storage keeps for ``artifact`` (JSON as ``json.dumps`` text)."""
+    if isinstance(artifact, JsonArtifact):
+        return json.dumps(artifact.value, ensure_ascii=False)
+    if isinstance(artifact, TextArtifact):
+        return artifact.value
+    raise ValidationError(
+        f"TextArtifactStorage stores TextArtifact or JsonArtifact, got {artifact.type}"
+    )
+
+
+def encode_utf8(text: str) -> bytes:
+    """``text`` as UTF-8.
+
+    Raises:
+        ValidationError: The text is not valid Unicode (a lone surrogate), with where.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"text is not valid Unicode at character {exc.start}: {exc.reason}"
+        ) from None
+
+
 class TextArtifactStorage:
-    """Stores ``TextArtifact`` values as token-aware chunks in a ``QdrantVectorStore``.
+    """Stores ``TextArtifact`` (and ``JsonArtifact``) values: the raw text, then chunks.
+
+    With a ``raw_store`` (``TaskMemory`` passes its blob store), the raw UTF-8 text is
+    stored first (:meth:`write_raw`, durable before the reference is returned) and the
+    chunks are built from it later (:meth:`index`, in the background by default); loads
+    read the raw text back, so it is byte-identical whatever happened to the index.
+    Without one, the text lives only in the chunks (the layout of earlier versions,
+    still read).
 
     Each chunk is a point with payload ``seq`` (order within the namespace),
     ``generation``, ``start``/``end`` (character offsets) and ``tokens``; the point's
@@ -92,6 +134,8 @@ class TextArtifactStorage:
         tokenizer: A ``TiktokenTokenizer`` (its ``encoding`` chunks and feeds BM25);
             offprompt's default when omitted.
         batch_size: Chunks per upsert.
+        raw_store: Where the raw text goes (a :class:`BlobStore`); chunks only if None.
+        scope: The scope of ``raw_store`` calls (as for :class:`BlobArtifactStorage`).
 
     Example:
         >>> from offprompt.vectors import QdrantVectorStore
@@ -101,6 +145,7 @@ class TextArtifactStorage:
     """
 
     kind: ClassVar[str] = "text"
+    artifact_types: ClassVar[tuple[type[BaseArtifact], ...]] = (TextArtifact, JsonArtifact)
 
     def __init__(
         self,
@@ -110,6 +155,8 @@ class TextArtifactStorage:
         overlap_tokens: int = 64,
         tokenizer: Any = None,
         batch_size: int = 512,
+        raw_store: BlobStore | None = None,
+        scope: Scope | None = None,
     ) -> None:
         if chunk_tokens < 1 or overlap_tokens < 0 or overlap_tokens >= chunk_tokens:
             raise ValidationError(
@@ -128,6 +175,8 @@ class TextArtifactStorage:
         self.overlap_tokens = overlap_tokens
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        self.raw_store = raw_store
+        self._raw_kw: dict[str, Any] = {} if scope is None else {"scope": scope}
         vector_store.create_payload_index("seq", "integer")
         vector_store.create_payload_index("generation", "keyword")
 
@@ -147,12 +196,80 @@ class TextArtifactStorage:
         first_seq: int,
         tenant: str,
     ) -> Entry:
-        if not isinstance(artifact, TextArtifact):
-            raise ValidationError(f"TextArtifactStorage stores TextArtifact, got {artifact.type}")
+        """Store ``artifact`` whole: the raw text (with a ``raw_store``), then its chunks."""
+        if self.raw_store is None:
+            text = text_of(artifact)
+            entry = _describe(artifact, generation, first_seq)
+            entry.update(
+                self.index_text(
+                    namespace, text, generation=generation, first_seq=first_seq, tenant=tenant
+                )
+            )
+            entry.update(indexed=True)
+            return entry
+        entry, data = self.write_raw(namespace, artifact, generation=generation, tenant=tenant)
+        entry.update(
+            self.index_text(
+                namespace,
+                data.decode("utf-8"),
+                generation=generation,
+                first_seq=first_seq,
+                tenant=tenant,
+            ),
+            indexed=True,
+            first_seq=first_seq,
+        )
+        return entry
+
+    def write_raw(
+        self, namespace: str, artifact: BaseArtifact, *, generation: str, tenant: str
+    ) -> tuple[Entry, bytes]:
+        """Store the raw text of ``artifact`` durably; returns its entry (not yet indexed)
+        and the UTF-8 bytes.
+
+        Raises:
+            ValidationError: Not a text/JSON artifact, or text that is not valid Unicode.
+        """
+        if self.raw_store is None:
+            raise ValidationError("this TextArtifactStorage has no raw_store")
+        text = text_of(artifact)
+        data = encode_utf8(text)
+        key = self.raw_store.put(namespace, data, tenant=tenant, **self._raw_kw)
+        entry = _describe(artifact, generation, 0)
+        entry.update(raw=key, bytes=len(data), chars=len(text), chunks=0, tokens=0, indexed=False)
+        return entry, data
+
+    def raw_bytes(self, namespace: str, entry: Entry, *, tenant: str) -> bytes:
+        """The stored UTF-8 text of one committed ``entry`` (raw, or joined chunks)."""
+        if entry.get("raw") and self.raw_store is not None:
+            return self.raw_store.get(namespace, entry["raw"], tenant=tenant, **self._raw_kw)
+        return self._load_chunks(namespace, entry, tenant=tenant).encode("utf-8")
+
+    def index_text(
+        self,
+        namespace: str,
+        text: str,
+        *,
+        generation: str,
+        first_seq: int,
+        tenant: str,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Entry:
+        """Chunk, embed and upsert ``text`` under ``generation`` from ``first_seq`` on.
+
+        Returns ``{"chunks", "tokens", "bytes", "chars"}``.
+
+        Raises:
+            IndexCancelled: ``should_stop()`` turned true (checked before each batch).
+        """
         store = self._store(tenant)
         encoder = store.sparse_encoder
-        text = artifact.value
         counted = {"chunks": 0, "tokens": 0}
+
+        def flush(batch: list[VectorRecord]) -> None:
+            if should_stop is not None and should_stop():
+                raise IndexCancelled(namespace)
+            store.upsert(namespace, batch)
 
         def store_chunks(segments: Iterable[Segment]) -> None:
             batch: list[VectorRecord] = []
@@ -183,11 +300,11 @@ class TextArtifactStorage:
                 counted["chunks"] += 1
                 counted["tokens"] += chunk.tokens
                 if len(batch) >= limit:
-                    store.upsert(namespace, batch)
+                    flush(batch)
                     batch = []
                     limit = min(limit * 2, self.batch_size)
             if batch:
-                store.upsert(namespace, batch)
+                flush(batch)
 
         size = {"bytes": 0}
 
@@ -204,38 +321,47 @@ class TextArtifactStorage:
             consume_behind(store_chunks, segments())
         else:
             store_chunks(segments())
-        chunks, tokens = counted["chunks"], counted["tokens"]
-        entry = _describe(artifact, generation, first_seq)
-        entry.update(chunks=chunks, tokens=tokens, bytes=size["bytes"], chars=len(text))
-        return entry
+        return {
+            "chunks": counted["chunks"],
+            "tokens": counted["tokens"],
+            "bytes": size["bytes"],
+            "chars": len(text),
+        }
+
+    def _load_chunks(self, namespace: str, entry: Entry, *, tenant: str) -> str:
+        first = int(entry["first_seq"])
+        records = self._store(tenant).scroll(
+            namespace,
+            filter={
+                "generation": entry["generation"],
+                "seq": Range(gte=first, lt=first + int(entry["chunks"])),
+            },
+            order_by="seq",
+        )
+        if len(records) != entry["chunks"]:
+            raise StorageError(
+                f"namespace {namespace!r}: artifact {entry['id']} has {len(records)} of {entry['chunks']} chunks",
+                namespace=namespace,
+            )
+        return "".join(r.text for r in records)
 
     def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
-        store = self._store(tenant)
         out: list[BaseArtifact] = []
         for entry in entries:
-            first = int(entry["first_seq"])
-            records = store.scroll(
-                namespace,
-                filter={
-                    "generation": entry["generation"],
-                    "seq": Range(gte=first, lt=first + int(entry["chunks"])),
-                },
-                order_by="seq",
-            )
-            if len(records) != entry["chunks"]:
-                raise StorageError(
-                    f"namespace {namespace!r}: artifact {entry['id']} has {len(records)} of {entry['chunks']} chunks",
-                    namespace=namespace,
-                )
-            out.append(
-                TextArtifact(
-                    value="".join(r.text for r in records),
-                    id=entry["id"],
-                    name=entry["name"],
-                    meta=entry.get("meta") or {},
-                    reference=entry.get("reference"),
-                )
-            )
+            if entry.get("raw") and self.raw_store is not None:
+                text = self.raw_bytes(namespace, entry, tenant=tenant).decode("utf-8")
+            else:
+                text = self._load_chunks(namespace, entry, tenant=tenant)
+            fields: dict[str, Any] = {
+                "id": entry["id"],
+                "name": entry["name"],
+                "meta": entry.get("meta") or {},
+                "reference": entry.get("reference"),
+            }
+            if entry.get("type") == "JsonArtifact":
+                out.append(JsonArtifact(value=json.loads(text), **fields))
+            else:
+                out.append(TextArtifact(value=text, **fields))
         return out
 
     def read_range(
@@ -275,6 +401,11 @@ class TextArtifactStorage:
             hit.payload["chunk_index"] = seq - int(entry["first_seq"])
         return hits
 
+    def drop_chunks(self, namespace: str, generations: Sequence[str], *, tenant: str) -> None:
+        """Delete the chunks of ``generations`` (the raw text stays)."""
+        if generations:
+            self._store(tenant).delete(namespace, filter={"generation": list(generations)})
+
     def discard(
         self,
         namespace: str,
@@ -287,8 +418,16 @@ class TextArtifactStorage:
         if generations is not None:
             if generations:
                 store.delete(namespace, filter={"generation": list(generations)})
+            if self.raw_store is not None:
+                # Content-addressed: keep every blob a committed entry still refers to.
+                keep = {e.get("raw") for e in entries or ()}
+                for key in self.raw_store.keys(namespace, tenant=tenant, **self._raw_kw):
+                    if key not in keep:
+                        self.raw_store.delete(namespace, key, tenant=tenant, **self._raw_kw)
             return
         store.delete(namespace)
+        if self.raw_store is not None:
+            self.raw_store.delete(namespace, tenant=tenant, **self._raw_kw)
 
 
 class BlobArtifactStorage:
@@ -304,6 +443,7 @@ class BlobArtifactStorage:
     """
 
     kind: ClassVar[str] = "blob"
+    artifact_types: ClassVar[tuple[type[BaseArtifact], ...]] = (BlobArtifact,)
 
     def __init__(self, blob_store: BlobStore, *, scope: Scope | None = None) -> None:
         self.blob_store = blob_store

@@ -7,6 +7,22 @@ atomic upsert that lists the committed generations. Every read goes through that
 metadata and filters on those generations. A crash between the two leaves only
 orphaned, invisible data, which ``delete(namespace)`` removes.
 
+Text outputs (``TextArtifact``, ``JsonArtifact``) with the default storages are written
+in two steps. First the raw UTF-8 text goes to the blob store (in memory, or a file
+written through a temporary file, fsync and rename under ``path=``) and the metadata is
+committed with the new artifacts marked ``indexed: false``: the reference (sentence and
+card) comes back now, and ``load_artifacts``, ``grep``, ``read_lines``, ``read``,
+``json_*``, ``stats`` and ``describe`` already work on the raw text. Then chunking,
+embedding and indexing run in a background thread (``index="background"``, the
+default) or before returning (``index="sync"``); each artifact's entry is marked
+indexed by a second metadata write once all its chunks are in. Opening a memory whose
+metadata still lists unindexed artifacts (the process died mid-index) drops their
+partial chunks and indexes them again, so a namespace is never half-indexed for good.
+
+``query`` on a namespace still being indexed waits until its indexing has finished
+(``wait_indexed(namespace)``), so it never answers from part of an output; after
+``close()`` it answers from what was indexed.
+
 Empty outputs (``""`` or whitespace only) store nothing and return
 ``InfoArtifact("tool output is empty")``. Outputs of any size are chunked and
 upserted in streamed batches (a 100 MB output holds one 1 MB tokenisation segment
@@ -20,26 +36,44 @@ import contextlib
 import math
 import threading
 import uuid
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from offprompt.artifacts import (
     BaseArtifact,
     BlobArtifact,
     ErrorArtifact,
     InfoArtifact,
+    JsonArtifact,
     ListArtifact,
     TextArtifact,
 )
-from offprompt.errors import NamespaceError, NotFoundError, OffpromptError, ValidationError
+from offprompt.errors import (
+    NamespaceError,
+    NotFoundError,
+    NotJsonError,
+    OffpromptError,
+    RangeError,
+    ValidationError,
+)
 from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
+from offprompt.task_memory import json_view
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
+from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
+from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
-from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
+from offprompt.task_memory.storage import (
+    ArtifactStorage,
+    BlobArtifactStorage,
+    IndexCancelled,
+    TextArtifactStorage,
+)
+from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import QdrantVectorStore, validate_namespace
 
@@ -51,6 +85,13 @@ REFERENCE_TEMPLATE = (
 )
 EMPTY_OUTPUT = "tool output is empty"
 _META_KEY = "task_memory"
+# Outputs up to this size get exact token counts and a parsed JSON outline at once;
+# larger ones get estimates (marked) until the background job has run.
+_EXACT_AT_ONCE_BYTES = 256 * 1024
+_PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
+_SAMPLE_BYTES = 64 * 1024
+_VIEWS_CACHED = 4
+_PAGES_JOB = "\x00pages"  # suffix of the follow-up job key (not a valid namespace char)
 
 
 class StorageMismatchError(ValidationError):
@@ -86,13 +127,22 @@ class TaskMemory:
             deleted first). Applied on every store when ``on_write``.
         tracer: Receives ``offload`` and ``query`` trace events
             (:class:`~offprompt.trace.InMemoryTracer` by default).
+        index: ``"background"`` (default): :meth:`process_output` returns once the raw
+            output is durable and indexing continues in a worker thread;
+            ``"sync"``: it returns once the output is indexed too.
+        preview: Follow the reference sentence with the card (:meth:`describe`);
+            False gives the bare sentence.
+        preview_tokens: The whole reference (sentence, newline, card) is at most this
+            many tokens (with the tokenizer); the card shrinks to fit.
 
     Example:
         >>> from offprompt.artifacts import TextArtifact
         >>> memory = TaskMemory()
         >>> info = memory.process_output("logs", "fetch", TextArtifact("disk full on node 7", name="logs-1"))
-        >>> info.value
+        >>> info.value.splitlines()[0]
         'Output of "logs.fetch" was stored in memory with memory_name "TaskMemory" and artifact_namespace "logs-1".'
+        >>> memory.grep("logs-1", "node [0-9]+").matches[0].line_number
+        1
         >>> memory.query("logs-1", "which node?", top_n=1)[0].value
         'disk full on node 7'
     """
@@ -114,7 +164,14 @@ class TaskMemory:
         scope: Scope | None = None,
         retention: RetentionPolicy | None = None,
         tracer: Tracer | None = None,
+        index: Literal["background", "sync"] = "background",
+        preview: bool = True,
+        preview_tokens: int = 300,
     ) -> None:
+        if index not in ("background", "sync"):
+            raise ValidationError(f"index must be 'background' or 'sync', got {index!r}")
+        if not isinstance(preview_tokens, int) or preview_tokens < 1:
+            raise ValidationError(f"preview_tokens must be an int >= 1, got {preview_tokens!r}")
         if not isinstance(name, str) or not name:
             raise ValidationError(f"TaskMemory name must be a non-empty str, got {name!r}")
         if min_tokens < 0 or page_tokens < 1:
@@ -158,29 +215,50 @@ class TaskMemory:
         if storages is None:
             if blob_store is None:
                 blob_store = FileBlobStore(root / "blobs") if root else InMemoryBlobStore()
+            text_storage = TextArtifactStorage(
+                self.vector_store,
+                chunk_tokens=chunk_tokens,
+                overlap_tokens=overlap_tokens,
+                tokenizer=tokenizer,
+                raw_store=blob_store,
+                scope=scope,
+            )
             storages = {
-                TextArtifact: TextArtifactStorage(
-                    self.vector_store,
-                    chunk_tokens=chunk_tokens,
-                    overlap_tokens=overlap_tokens,
-                    tokenizer=tokenizer,
-                ),
+                TextArtifact: text_storage,
+                JsonArtifact: text_storage,
                 BlobArtifact: BlobArtifactStorage(blob_store, scope=scope),
             }
+        _check_storages(storages)
         self.storages: dict[type[BaseArtifact], ArtifactStorage] = dict(storages)
         self.meta_memory = MetaMemory()
+        self.index_mode = index
+        self.preview = preview
+        self.preview_tokens = preview_tokens
         self._lock = threading.RLock()
+        self._views: OrderedDict[tuple[Any, ...], TextView] = OrderedDict()
+        self._views_lock = threading.Lock()
+        self._indexer: BackgroundIndexer | None = None
+        self._closed = False
+        self._resume_unindexed()
 
     def __repr__(self) -> str:
         return f"TaskMemory(name={self.name!r}, tenant={self.tenant!r})"
 
     def close(self) -> None:
-        """Release the embedded Qdrant engine this memory opened (its files stay).
+        """Stop background indexing, then release the embedded engine this memory opened.
 
-        An embedded store on ``path=`` is locked while open, so close a memory before
-        opening another one on the same path. A ``vector_store`` passed in is left open:
-        it belongs to the caller.
+        The indexing job running stops at its next batch (its artifact stays marked
+        unindexed and is indexed again when the memory is next opened on the same
+        store); queued jobs are dropped the same way. An embedded store on ``path=`` is
+        locked while open, so close a memory before opening another one on the same
+        path. A ``vector_store`` passed in is left open: it belongs to the caller.
+        Calling it twice is harmless.
         """
+        if self._closed:
+            return
+        self._closed = True
+        if self._indexer is not None:
+            self._indexer.stop()
         if self._owns_vector_store:
             self.vector_store.close()
 
@@ -290,21 +368,42 @@ class TaskMemory:
                 "subtasks": [],
                 "sensitive": False,
             }
-            generation = uuid.uuid4().hex
+            # Background: raw text now, chunks later. Sync (and storages without a raw
+            # store): the whole write before the commit, all or nothing, as before.
+            raw = (
+                self.index_mode == "background"
+                and isinstance(storage, TextArtifactStorage)
+                and storage.raw_store is not None
+            )
+            generations: list[str] = []
             seq = sum(int(e["chunks"]) for e in meta["artifacts"])
             entries = []
             try:
                 for item in items:
-                    entry = storage.write(
-                        namespace, item, generation=generation, first_seq=seq, tenant=self.tenant
-                    )
+                    # One generation per artifact: each is indexed (or re-indexed) alone.
+                    generation = uuid.uuid4().hex
+                    generations.append(generation)
+                    if raw:
+                        assert isinstance(storage, TextArtifactStorage)
+                        entry, _ = storage.write_raw(
+                            namespace, item, generation=generation, tenant=self.tenant
+                        )
+                    else:
+                        entry = storage.write(
+                            namespace,
+                            item,
+                            generation=generation,
+                            first_seq=seq,
+                            tenant=self.tenant,
+                        )
+                        entry.setdefault("indexed", True)
                     entries.append(entry)
                     seq += int(entry["chunks"])
             except BaseException:
                 # The write already failed; whatever it left stays invisible anyway.
                 with contextlib.suppress(Exception):
                     storage.discard(
-                        namespace, meta["artifacts"], tenant=self.tenant, generations=[generation]
+                        namespace, meta["artifacts"], tenant=self.tenant, generations=generations
                     )
                 raise
             meta["artifacts"] = [*meta["artifacts"], *entries]
@@ -314,9 +413,8 @@ class TaskMemory:
             meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
             if context is not None:
                 meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
-            meta["bytes"] = sum(int(e["bytes"]) for e in meta["artifacts"])
-            meta["tokens"] = sum(int(e["tokens"]) for e in meta["artifacts"])
-            meta["chunks"] = seq
+            self._totals(meta)
+            meta["stats"] = self._fresh_stats(namespace, meta, items)
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
             emit_safely(
@@ -324,11 +422,13 @@ class TaskMemory:
                 TraceEvent(
                     "offload",
                     scope=self._scope_fields(),
-                    tokens=sum(int(e["tokens"]) for e in entries),
+                    tokens=int(meta["stats"]["tokens"]),
                     included=[{"artifact_id": e["id"], "chunks": e["chunks"]} for e in entries],
                     detail={"namespace": namespace, "tool": tool, "activity": activity},
                 ),
             )
+        if any(not e.get("indexed", True) for e in entries):
+            self._schedule(namespace)
         if self.retention is not None and self.retention.on_write:
             self.prune(keep=namespace)
         return self._public_meta(namespace, meta)
@@ -365,8 +465,12 @@ class TaskMemory:
             if len(text) < threshold * 32 and self.tokenizer.count(text) < threshold:
                 return artifact
         namespace = artifact.name
+        sentence = self.reference_text(tool_name, activity_name, namespace)
+        if context is not None and not context.answer:
+            # Later steps read where the output went (Griptape fills it in the same way).
+            context.answer = sentence
         try:
-            self.store_artifact(
+            meta = self.store_artifact(
                 namespace,
                 artifact,
                 tool=tool_name,
@@ -380,10 +484,426 @@ class TaskMemory:
             )
         if context is not None:
             self.meta_memory.add_entry(context)
+        stats = OutputStats.model_validate(meta["stats"])
+        value = sentence
+        if self.preview:
+            budget = self.preview_tokens - self.tokenizer.count(sentence + "\n")
+            card = render_card(stats, max_tokens=budget, count=self.tokenizer.count)
+            if card:
+                value = f"{sentence}\n{card}"
         return InfoArtifact(
-            value=self.reference_text(tool_name, activity_name, namespace),
-            meta={"memory_name": self.name, "artifact_namespace": namespace},
+            value=value,
+            meta={
+                "memory_name": self.name,
+                "artifact_namespace": namespace,
+                "stats": stats.model_dump(),
+            },
         )
+
+    # ----------------------------------------------------------------- indexing
+
+    @staticmethod
+    def _totals(meta: dict[str, Any]) -> None:
+        meta["bytes"] = sum(int(e["bytes"]) for e in meta["artifacts"])
+        meta["tokens"] = sum(int(e["tokens"]) for e in meta["artifacts"])
+        meta["chunks"] = sum(int(e["chunks"]) for e in meta["artifacts"])
+
+    def _text_storage(self) -> TextArtifactStorage:
+        storage = self._kind_storage("text")
+        if not isinstance(storage, TextArtifactStorage):
+            raise ValidationError("this TaskMemory's text storage is not a TextArtifactStorage")
+        return storage
+
+    def _schedule(self, namespace: str) -> None:
+        """Index ``namespace``'s unindexed artifacts, now (``sync``) or in the worker."""
+        if self.index_mode == "sync":
+            self._index_job(namespace, lambda: False)
+            self._pages_job(namespace)
+            return
+        with self._lock:
+            if self._closed:
+                return
+            if self._indexer is None:
+                self._indexer = BackgroundIndexer(self._run_job, on_error=self._index_failed)
+        self._indexer.submit(namespace)
+        self._indexer.submit(namespace + _PAGES_JOB)
+
+    def _run_job(self, key: str, should_stop: Callable[[], bool]) -> None:
+        if key.endswith(_PAGES_JOB):
+            self._pages_job(key[: -len(_PAGES_JOB)])
+        else:
+            self._index_job(key, should_stop)
+
+    def _index_failed(self, key: str, exc: BaseException) -> None:
+        emit_safely(
+            self.tracer,
+            TraceEvent(
+                "offload",
+                scope=self._scope_fields(),
+                detail={
+                    "namespace": key.split("\x00")[0],
+                    "stage": "index",
+                    "error": str(exc)[:500],
+                },
+            ),
+        )
+
+    def _resume_unindexed(self) -> None:
+        """Schedule every namespace whose metadata lists an artifact not yet indexed."""
+        try:
+            docs = self.vector_store.list_metadata(_META_KEY)
+        except OffpromptError:
+            return
+        for namespace, meta in sorted(docs.items()):
+            if meta.get("memory") == self.name and any(
+                not e.get("indexed", True) for e in meta.get("artifacts", [])
+            ):
+                self._schedule(namespace)
+
+    def _index_job(self, namespace: str, should_stop: Callable[[], bool]) -> None:
+        """Index the unindexed artifacts of ``namespace``, oldest first, committing each."""
+        storage = self._text_storage()
+        while not should_stop():
+            meta = self._meta(namespace)
+            if meta is None:
+                return
+            entries = meta["artifacts"]
+            todo = next((e for e in entries if not e.get("indexed", True)), None)
+            if todo is None:
+                return
+            first_seq = sum(int(e["chunks"]) for e in entries if e.get("indexed", True))
+            generation = todo["generation"]
+            # A crash mid-index left some of this generation's chunks: start clean.
+            storage.drop_chunks(namespace, [generation], tenant=self.tenant)
+            text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
+            try:
+                counts = storage.index_text(
+                    namespace,
+                    text,
+                    generation=generation,
+                    first_seq=first_seq,
+                    tenant=self.tenant,
+                    should_stop=should_stop,
+                )
+            except IndexCancelled:
+                return
+            with self._lock:
+                meta = self._meta(namespace)
+                current = next(
+                    (e for e in (meta or {}).get("artifacts", []) if e["generation"] == generation),
+                    None,
+                )
+                if meta is None or current is None:
+                    # Deleted (or pruned) while indexing: its chunks must not linger.
+                    storage.drop_chunks(namespace, [generation], tenant=self.tenant)
+                    return
+                current.update(
+                    indexed=True,
+                    first_seq=first_seq,
+                    chunks=counts["chunks"],
+                    tokens=counts["tokens"],
+                )
+                self._totals(meta)
+                if all(e.get("indexed", True) for e in meta["artifacts"]):
+                    stats = dict(meta.get("stats") or {})
+                    stats.update(
+                        indexed=True,
+                        tokens=int(meta["tokens"]),
+                        tokens_estimated=False,
+                        pages=max(1, math.ceil(int(meta["tokens"]) / self.page_tokens)),
+                    )
+                    meta["stats"] = stats
+                self.vector_store.put_metadata(namespace, _META_KEY, meta)
+
+    def _pages_job(self, namespace: str) -> None:
+        """After indexing: exact page count, and the JSON kind/outline of large outputs."""
+        with self._lock:
+            meta = self._meta(namespace)
+            if meta is None or meta["storage"] != "text":
+                return
+            if any(not e.get("indexed", True) for e in meta["artifacts"]):
+                return
+        view = self._view(namespace, meta)
+        pages = len(view.page_bounds(self.tokenizer.encoding, self.page_tokens)) - 1
+        update: dict[str, Any] = {"pages": pages}
+        stats = meta.get("stats") or {}
+        if (
+            stats.get("kind") == "json"
+            and stats.get("json_outline") is None
+            and not meta.get("sensitive")
+        ):
+            update.update(self._json_stats(view, namespace, meta))
+        with self._lock:
+            before = [e["generation"] for e in meta["artifacts"]]
+            meta = self._meta(namespace)
+            if meta is None or [e["generation"] for e in meta["artifacts"]] != before:
+                return  # deleted or appended to meanwhile: the next job recounts
+            meta["stats"] = {**(meta.get("stats") or {}), **update}
+            self.vector_store.put_metadata(namespace, _META_KEY, meta)
+
+    def wait_indexed(self, namespace: str | None = None, timeout: float | None = None) -> bool:
+        """Block until ``namespace`` (every namespace when None) is fully indexed.
+
+        Returns True once nothing is left to index for it, False on ``timeout`` (seconds),
+        when an indexing job failed (the error is traced; the raw output is intact and
+        indexing is retried when the memory is reopened), or after :meth:`close`.
+        """
+        if namespace is not None:
+            validate_namespace(namespace)
+        indexer = self._indexer
+        if indexer is None:
+            return not self._closed or self._all_indexed(namespace)
+        if namespace is None:
+            done = indexer.wait(None, timeout)
+        else:
+            done = indexer.wait(namespace, timeout) and indexer.wait(
+                namespace + _PAGES_JOB, timeout
+            )
+        return done and self._all_indexed(namespace)
+
+    def _all_indexed(self, namespace: str | None) -> bool:
+        names = [namespace] if namespace is not None else self.namespaces()
+        for ns in names:
+            meta = self._meta(ns)
+            if meta is not None and any(not e.get("indexed", True) for e in meta["artifacts"]):
+                return False
+        return True
+
+    # ------------------------------------------------------------ stats, views
+
+    def _entry_bytes(self, namespace: str, entries: Sequence[Mapping[str, Any]]) -> bytes:
+        storage = self._text_storage()
+        parts: list[bytes] = []
+        for entry in entries:
+            data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
+            parts.append(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _view(self, namespace: str, meta: Mapping[str, Any]) -> TextView:
+        """The namespace's text (its artifacts' texts concatenated, as :meth:`read` pages
+        join back), cached for the last few namespaces read."""
+        entries = meta["artifacts"]
+        key = (namespace, tuple((e["generation"], e["id"], e.get("first_seq")) for e in entries))
+        with self._views_lock:
+            view = self._views.get(key)
+            if view is not None:
+                self._views.move_to_end(key)
+                return view
+        view = TextView(self._entry_bytes(namespace, entries))
+        with self._views_lock:
+            self._views[key] = view
+            while len(self._views) > _VIEWS_CACHED:
+                self._views.popitem(last=False)
+        return view
+
+    def _text_view(self, namespace: str) -> TextView:
+        meta = self._require(namespace)
+        if meta["storage"] != "text":
+            raise ValidationError(
+                f"namespace {namespace!r} holds binary data, not text", namespace=namespace
+            )
+        return self._view(namespace, meta)
+
+    def _json_stats(
+        self, view: TextView, namespace: str, meta: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``kind`` and ``json_outline`` from parsing the whole text (kind text if it fails)."""
+        parsed = self._parsed(view, namespace, meta)
+        if parsed is None:
+            return {"kind": "text", "json_outline": None, "tools": tools_for("text")}
+        kind, value = parsed
+        return {
+            "kind": kind,
+            "json_outline": json_view.outline(value, kind=kind),
+            "tools": tools_for(kind),
+        }
+
+    def _parsed(
+        self, view: TextView, namespace: str, meta: Mapping[str, Any]
+    ) -> tuple[str, Any] | None:
+        """``(kind, value)`` of a JSON namespace (parsed once per cached view), or None."""
+        if view.parsed is None:
+            entries = meta["artifacts"]
+            if entries and all(e.get("type") == "JsonArtifact" for e in entries):
+                loaded = self._text_storage().load(namespace, entries, tenant=self.tenant)
+                values = [a.value for a in loaded if isinstance(a, JsonArtifact)]
+                view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
+            else:
+                found = json_view.parse_json(view.data.decode("utf-8"))
+                view.parsed = found if found is not None else ("", None)
+        return None if view.parsed[0] == "" else view.parsed
+
+    def _fresh_stats(
+        self, namespace: str, meta: dict[str, Any], items: Sequence[BaseArtifact]
+    ) -> dict[str, Any]:
+        """The card's stats right after a write: exact for small outputs, estimated
+        (tokens, pages; JSON unconfirmed) for large ones until the background job ran."""
+        entries = meta["artifacts"]
+        indexed = all(e.get("indexed", True) for e in entries)
+        if meta["storage"] != "text":
+            kind = "image" if all(e.get("type") == "ImageArtifact" for e in entries) else "binary"
+            return OutputStats(
+                kind=kind,
+                bytes=int(meta["bytes"]),
+                page_tokens=self.page_tokens,
+                pages=1,
+                tools=tools_for(kind),
+                artifacts=len(entries),
+            ).model_dump()
+        view = self._view(namespace, meta)
+        data = view.data
+        sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
+        if indexed:
+            tokens, estimated = int(meta["tokens"]), False
+        elif len(data) <= _EXACT_AT_ONCE_BYTES:
+            tokens, estimated = self.tokenizer.count(data.decode("utf-8")), False
+        else:
+            per_byte = self.tokenizer.count(sample) / max(1, len(sample.encode("utf-8")))
+            tokens, estimated = round(per_byte * len(data)), True
+        stats = OutputStats(
+            bytes=len(data),
+            lines=view.lines,
+            tokens=tokens,
+            tokens_estimated=estimated,
+            pages=max(1, math.ceil(tokens / self.page_tokens)),
+            page_tokens=self.page_tokens,
+            head=view.head(3),
+            tail=view.tail(3) if view.lines > 3 else [],
+            indexed=indexed,
+            artifacts=len(entries),
+        )
+        all_json = all(e.get("type") == "JsonArtifact" for e in entries)
+        kind = "json" if all_json else sniff_kind(sample)
+        stats.kind = kind
+        if kind == "json" and (all_json or len(data) <= _PARSE_AT_ONCE_BYTES):
+            values = [i.value for i in items if isinstance(i, JsonArtifact)]
+            if all_json and len(entries) == len(values):  # no need to parse what we hold
+                view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
+            found = self._json_stats(view, namespace, meta)
+            stats.kind = found["kind"]
+            stats.json_outline = found["json_outline"]
+        stats.tools = tools_for(stats.kind)
+        if meta.get("sensitive"):
+            # The card never shows a sensitive output's content, only its shape.
+            stats.head, stats.tail, stats.json_outline = [], [], None
+        return stats.model_dump()
+
+    def stats(self, namespace: str) -> OutputStats:
+        """What ``namespace`` holds (the card's data): kind, size, lines, tokens, pages,
+        first/last lines, JSON outline, whether it is indexed, which tools fit.
+
+        Raises:
+            NotFoundError: Unknown namespace (or another tenant's / scope's).
+        """
+        meta = self._require(namespace)
+        if "stats" not in meta:  # written by an earlier version
+            meta["stats"] = self._fresh_stats(namespace, meta, [])
+        return OutputStats.model_validate(meta["stats"])
+
+    def describe(self, namespace: str, *, max_tokens: int | None = None) -> str:
+        """The card for ``namespace`` alone (no reference sentence), at most ``max_tokens``
+        tokens (``preview_tokens`` by default). Counts are exact once it is indexed.
+
+        Raises:
+            NotFoundError: Unknown namespace.
+        """
+        budget = self.preview_tokens if max_tokens is None else max_tokens
+        return render_card(self.stats(namespace), max_tokens=budget, count=self.tokenizer.count)
+
+    def grep(
+        self,
+        namespace: str,
+        pattern: str,
+        *,
+        regex: bool = True,
+        ignore_case: bool = False,
+        context: int = 0,
+        max_matches: int = 50,
+    ) -> GrepResult:
+        """Lines of ``namespace`` matching ``pattern``, with their 1-based line numbers.
+
+        Args:
+            pattern: An RE2 regex (``regex=True``; ``^``/``$`` match at line ends, a
+                match never spans lines) or a literal string (``regex=False``).
+            ignore_case: Case-insensitive matching (Unicode-aware).
+            context: Lines of context before and after each match (0..20).
+            max_matches: Matching lines returned (1..10000); ``total_matches`` counts
+                all and ``truncated`` says when some were left out.
+
+        Works at once (on the raw text), indexed or not. Long lines are cut to a window
+        around the match.
+
+        Raises:
+            NotFoundError: Unknown namespace.
+            PatternError: Empty pattern, or a regex RE2 rejects (syntax; backreferences
+                and look-around, which RE2 cannot run in linear time).
+            ValidationError: A blob namespace, or ``context`` / ``max_matches`` out of range.
+        """
+        return self._text_view(namespace).grep(
+            pattern,
+            regex=regex,
+            ignore_case=ignore_case,
+            context=context,
+            max_matches=max_matches,
+        )
+
+    def read_lines(self, namespace: str, start: int, stop: int | None = None) -> TextArtifact:
+        """Lines ``start`` (1-based, inclusive) to ``stop`` (exclusive; None = to the end).
+
+        The text keeps its newlines, so consecutive ranges join back into the output.
+        A ``stop`` past the end is clamped. ``meta``: ``start``, ``stop`` (as served),
+        ``total_lines``.
+
+        Raises:
+            NotFoundError: Unknown namespace.
+            RangeError: ``start`` is not a line of the output, or ``stop <= start``.
+        """
+        view = self._text_view(namespace)
+        text, first, stop_at = view.read_lines(start, stop)
+        return TextArtifact(
+            value=text,
+            name=namespace,
+            meta={"start": first, "stop": stop_at, "total_lines": view.lines},
+        )
+
+    def json_outline(self, namespace: str, *, depth: int = 3) -> str:
+        """The shape of a JSON (or JSON lines) namespace: types, keys, array lengths.
+
+        Raises:
+            NotFoundError: Unknown namespace.
+            NotJsonError: The namespace does not hold JSON.
+        """
+        if not isinstance(depth, int) or not 1 <= depth <= 10:
+            raise ValidationError(f"depth must be an int in 1..10, got {depth!r}")
+        kind, value = self._json_value(namespace)
+        return json_view.outline(value, depth=depth, kind=kind)
+
+    def json_query(self, namespace: str, expression: str) -> Any:
+        """The JSON value of the JMESPath ``expression`` over ``namespace``.
+
+        A JSON lines namespace is queried as the list of its values.
+        ``length(items[?status=='failed'])`` counts without returning the items.
+
+        Raises:
+            NotFoundError: Unknown namespace.
+            NotJsonError: The namespace does not hold JSON.
+            JsonQueryError: The expression does not parse or fails on the value.
+        """
+        _, value = self._json_value(namespace)
+        return json_view.query(value, expression)
+
+    def _json_value(self, namespace: str) -> tuple[str, Any]:
+        meta = self._require(namespace)
+        kind = str((meta.get("stats") or {}).get("kind", "text"))
+        if meta["storage"] != "text":
+            json_view.require_json("binary data", namespace)
+        json_view.require_json(kind if kind in ("json", "ndjson") else "text", namespace)
+        parsed = self._parsed(self._view(namespace, meta), namespace, meta)
+        if parsed is None:
+            raise NotJsonError(
+                f"namespace {namespace!r} does not parse as JSON", namespace=namespace
+            )
+        return parsed
 
     # ------------------------------------------------------------------ reading
 
@@ -480,9 +1000,13 @@ class TaskMemory:
     def _public_meta(self, namespace: str, meta: Mapping[str, Any]) -> dict[str, Any]:
         pages = 0
         if meta["storage"] == "text":
-            storage = self._kind_storage("text")
-            per_page = self._chunks_per_page(storage, self.page_tokens)
-            pages = math.ceil(int(meta.get("chunks", 0)) / per_page)
+            stats = meta.get("stats")
+            if stats:  # read()'s page count (exact once the namespace is indexed)
+                pages = int(stats["pages"])
+            else:
+                storage = self._kind_storage("text")
+                per_page = self._chunks_per_page(storage, self.page_tokens)
+                pages = math.ceil(int(meta.get("chunks", 0)) / per_page)
         return {
             "namespace": namespace,
             "memory": self.name,
@@ -499,6 +1023,7 @@ class TaskMemory:
             "storage": meta["storage"],
             "sensitive": bool(meta.get("sensitive")),
             "subtasks": list(meta.get("subtasks", [])),
+            "stats": dict(meta.get("stats") or {}),
         }
 
     def namespace_metadata(self, namespace: str) -> dict[str, Any]:
@@ -508,9 +1033,14 @@ class TaskMemory:
         (``"text"`` / ``"blob"``), ``chunks``, ``pages``, ``artifacts``, ``sensitive``,
         ``subtasks`` (recorded :class:`ActionSubtaskMetaEntry` dicts).
 
+        Waits for the namespace's pending indexing first, so ``tokens`` and ``chunks``
+        are exact (:meth:`stats` answers at once, with estimates).
+
         Raises:
             NotFoundError: The namespace is unknown.
         """
+        self._require(namespace)
+        self.wait_indexed(namespace)
         return self._public_meta(namespace, self._require(namespace))
 
     def load_artifacts(self, namespace: str) -> ListArtifact:
@@ -537,12 +1067,15 @@ class TaskMemory:
         meta = self._meta(namespace)
         if meta is None or meta["storage"] != "text":
             return ListArtifact(value=[], name=namespace)
+        if any(not e.get("indexed", True) for e in meta["artifacts"]) and self._indexer:
+            # Never answer from part of an output: wait for its index (see module docs).
+            self._indexer.wait(namespace)
+            meta = self._meta(namespace) or meta
         storage = self._kind_storage("text")
         assert isinstance(storage, TextArtifactStorage)
         per_page = self._chunks_per_page(storage, self.page_tokens)
-        hits = storage.query(
-            namespace, meta["artifacts"], query, top_n, tenant=self.tenant, mode=mode
-        )
+        indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
+        hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
         emit_safely(
             self.tracer,
             TraceEvent(
@@ -579,35 +1112,34 @@ class TaskMemory:
     def read(self, namespace: str, page: int = 1, page_tokens: int | None = None) -> TextArtifact:
         """Page ``page`` (1-based) of ``namespace``'s text, in original order.
 
-        A page is ``page_tokens // chunk_tokens`` whole chunks (at least one), so pages
-        join back into the original. ``meta`` holds ``page`` and ``pages``.
+        Pages hold at most ``page_tokens`` tokens each (the memory's ``page_tokens`` by
+        default), counted on the page's own text, and join back into the output byte
+        for byte (see :meth:`TextView.page_bounds`). Works at once, indexed or not.
+        ``meta`` holds ``page`` and ``pages``.
 
         Raises:
             NotFoundError: Unknown namespace.
-            ValidationError: ``page`` out of range.
+            RangeError: ``page`` out of range.
         """
         meta = self._require(namespace)
         size = self.page_tokens if page_tokens is None else page_tokens
-        if not isinstance(size, int) or size < 1:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValidationError(f"page_tokens must be an int >= 1, got {size!r}")
         if meta["storage"] != "text":
             artifacts = self.load_artifacts(namespace)
             return TextArtifact(
                 value=artifacts.to_text(), name=namespace, meta={"page": 1, "pages": 1}
             )
-        storage = self._kind_storage("text")
-        assert isinstance(storage, TextArtifactStorage)
-        per_page = self._chunks_per_page(storage, size)
-        pages = max(1, math.ceil(int(meta["chunks"]) / per_page))
-        if not isinstance(page, int) or not 1 <= page <= pages:
-            raise ValidationError(
-                f"page must be between 1 and {pages} for namespace {namespace!r}, got {page!r}"
+        view = self._view(namespace, meta)
+        bounds = view.page_bounds(self.tokenizer.encoding, size)
+        pages = max(1, len(bounds) - 1)
+        if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= pages:
+            raise RangeError(
+                f"page must be between 1 and {pages} for namespace {namespace!r}, got {page!r}",
+                namespace=namespace,
             )
-        records = storage.read_range(
-            namespace, meta["artifacts"], (page - 1) * per_page, page * per_page, tenant=self.tenant
-        )
         return TextArtifact(
-            value="".join(r.text for r in records),
+            value=view.data[bounds[page - 1] : bounds[page]].decode("utf-8"),
             name=namespace,
             meta={"page": page, "pages": pages, "namespace": namespace},
         )
@@ -727,6 +1259,68 @@ class TaskMemory:
 
     async def anamespace_metadata(self, namespace: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.namespace_metadata, namespace)
+
+    async def astats(self, namespace: str) -> OutputStats:
+        """Async twin of :meth:`stats`."""
+        return await asyncio.to_thread(self.stats, namespace)
+
+    async def adescribe(self, namespace: str, *, max_tokens: int | None = None) -> str:
+        """Async twin of :meth:`describe`."""
+        return await asyncio.to_thread(self.describe, namespace, max_tokens=max_tokens)
+
+    async def agrep(
+        self,
+        namespace: str,
+        pattern: str,
+        *,
+        regex: bool = True,
+        ignore_case: bool = False,
+        context: int = 0,
+        max_matches: int = 50,
+    ) -> GrepResult:
+        """Async twin of :meth:`grep`."""
+        return await asyncio.to_thread(
+            self.grep,
+            namespace,
+            pattern,
+            regex=regex,
+            ignore_case=ignore_case,
+            context=context,
+            max_matches=max_matches,
+        )
+
+    async def aread_lines(
+        self, namespace: str, start: int, stop: int | None = None
+    ) -> TextArtifact:
+        """Async twin of :meth:`read_lines`."""
+        return await asyncio.to_thread(self.read_lines, namespace, start, stop)
+
+    async def ajson_outline(self, namespace: str, *, depth: int = 3) -> str:
+        """Async twin of :meth:`json_outline`."""
+        return await asyncio.to_thread(self.json_outline, namespace, depth=depth)
+
+    async def ajson_query(self, namespace: str, expression: str) -> Any:
+        """Async twin of :meth:`json_query`."""
+        return await asyncio.to_thread(self.json_query, namespace, expression)
+
+    async def await_indexed(
+        self, namespace: str | None = None, timeout: float | None = None
+    ) -> bool:
+        """Async twin of :meth:`wait_indexed` (waits in a worker thread)."""
+        return await asyncio.to_thread(self.wait_indexed, namespace, timeout)
+
+
+def _check_storages(storages: Mapping[type[BaseArtifact], ArtifactStorage]) -> None:
+    """Refuse a mapping whose storage cannot store its key's artifact type."""
+    for cls, storage in storages.items():
+        if not (isinstance(cls, type) and issubclass(cls, BaseArtifact)):
+            raise ValidationError(f"storages keys must be artifact classes, got {cls!r}")
+        accepted = getattr(storage, "artifact_types", None)
+        if accepted is not None and not issubclass(cls, tuple(accepted)):
+            names = ", ".join(t.__name__ for t in accepted)
+            raise ValidationError(
+                f"storages[{cls.__name__}]: {type(storage).__name__} stores {names}, not {cls.__name__}"
+            )
 
 
 def _written_at(meta: Mapping[str, Any]) -> float:

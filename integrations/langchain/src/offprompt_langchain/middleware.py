@@ -2,12 +2,15 @@
 
 One middleware, three jobs, each optional:
 
-1. **Off-prompt tool results** (always): ``wrap_tool_call`` / ``awrap_tool_call`` store
-   any tool result of at least ``min_tokens`` tokens in a
-   :class:`~offprompt.task_memory.TaskMemory` and put the reference sentence in the
-   ``ToolMessage`` instead, whatever tool produced it (a ``Command`` carrying tool
-   messages too). The middleware contributes ``query_memory``, ``read_memory`` and
-   ``summarize_memory`` so the model can get at what was stored.
+1. **Off-prompt tool results** (always): ``wrap_tool_call`` / ``awrap_tool_call`` pass
+   every tool result (errors included, a ``Command`` carrying tool messages too)
+   through the core :class:`~offprompt.task_memory.offload.OffloadPolicy`: one of at
+   least ``min_tokens`` tokens is stored in a :class:`~offprompt.task_memory.TaskMemory`
+   and the ``ToolMessage`` gets the reference instead, with the
+   :class:`~offprompt.task_memory.offload.StoredReference` dict as artifact. The
+   middleware contributes the core memory tools (``query_memory``, ``grep_memory``,
+   ``read_memory``, ``json_memory``, ``summarize_memory``) so the model can get at what
+   was stored.
 2. **Budgeted model input** (``max_tokens``): ``wrap_model_call`` sends the model the
    newest whole runs that fit, exactly as ``ConversationMemory.window`` chooses them
    (system prompt kept, a tool result never separated from its call). The graph state
@@ -41,7 +44,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
 )
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -52,16 +55,19 @@ from offprompt.messages import Message
 from offprompt.stores import ConversationStore, InMemoryStore, SessionVersion
 from offprompt.summarizers import Summarizer
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_MIN_TOKENS,
+    OffloadPolicy,
+)
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 from offprompt_langchain.convert import from_langchain, message_from_langchain
 from offprompt_langchain.tools import (
-    DEFAULT_MIN_TOKENS,
-    aoffload,
-    check_min_tokens,
+    aoffload_message,
     check_task_memory,
     is_reference,
-    offload,
+    offload_message,
     task_memory_tools,
 )
 
@@ -184,7 +190,7 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory: Record the thread into ``memory``'s store, session = the thread id.
         record: ``"turn"`` (after each agent run) or ``"step"`` (after every model
             call and before the next, so tool results are recorded as they arrive).
-        memory_tools: Add ``query_memory`` / ``read_memory`` / ``summarize_memory``.
+        memory_tools: Add the five memory tools (those of ``task_memory_tools``).
         max_output_tokens: Bound of the memory tools' outputs.
         tokenizer: Counts tokens for the budget (tiktoken ``o200k_base``).
         tracer: Receives the ``window`` and ``summary`` trace events of the budgeted input
@@ -225,15 +231,16 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory: ConversationMemory | None = None,
         record: Literal["turn", "step"] = "turn",
         memory_tools: bool = True,
-        max_output_tokens: int = 2000,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         tokenizer: Tokenizer | None = None,
         tracer: Tracer | None = None,
     ) -> None:
         super().__init__()
         self.tracer = tracer
         self.task_memory = check_task_memory(task_memory)
-        self.min_tokens = check_min_tokens(min_tokens)
-        self.sensitive = bool(sensitive)
+        self.policy = OffloadPolicy(task_memory, min_tokens=min_tokens, sensitive=sensitive)
+        self.min_tokens = self.policy.min_tokens
+        self.sensitive = self.policy.sensitive
         if max_tokens is not None and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
         ):
@@ -273,52 +280,16 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _skip(self, request: ToolCallRequest) -> bool:
         return request.tool_call.get("name") in self._own_tools
 
-    def _replace(self, message: ToolMessage, content: Any, artifact: dict[str, Any]) -> ToolMessage:
-        if artifact.get("offprompt") != "stored":
-            return message  # small enough: the result is left exactly as the tool made it
-        return message.model_copy(update={"content": content, "artifact": artifact})
-
-    @staticmethod
-    def _failed(message: ToolMessage, error: ToolException) -> ToolMessage:
-        return message.model_copy(
-            update={"content": str(error), "status": "error", "artifact": None}
-        )
-
     @staticmethod
     def _candidate(message: Any) -> bool:
-        return (
-            isinstance(message, ToolMessage)
-            and message.status != "error"
-            and not is_reference(message.artifact)
-        )
+        # Errors are candidates too: a large error goes off-prompt like any output.
+        return isinstance(message, ToolMessage) and not is_reference(message.artifact)
 
     def _offload_message(self, message: ToolMessage, fallback_name: str) -> ToolMessage:
-        try:
-            content, artifact = offload(
-                self.task_memory,
-                message.name or fallback_name,
-                message.content,
-                min_tokens=self.min_tokens,
-                sensitive=self.sensitive,
-                tool_artifact=message.artifact,
-            )
-        except ToolException as exc:
-            return self._failed(message, exc)
-        return self._replace(message, content, artifact)
+        return offload_message(self.policy, message, fallback_name)
 
     async def _aoffload_message(self, message: ToolMessage, fallback_name: str) -> ToolMessage:
-        try:
-            content, artifact = await aoffload(
-                self.task_memory,
-                message.name or fallback_name,
-                message.content,
-                min_tokens=self.min_tokens,
-                sensitive=self.sensitive,
-                tool_artifact=message.artifact,
-            )
-        except ToolException as exc:
-            return self._failed(message, exc)
-        return self._replace(message, content, artifact)
+        return await aoffload_message(self.policy, message, fallback_name)
 
     @staticmethod
     def _command_messages(result: Command[Any]) -> list[Any] | None:

@@ -2,22 +2,23 @@
 
 * :func:`offprompt_tool` wraps a ``BaseTool``, a ``@tool`` function or a plain callable.
   Outputs of at least ``min_tokens`` tokens (every output when ``sensitive``) go into a
-  :class:`~offprompt.task_memory.TaskMemory`; the model sees the reference sentence, and
-  ``ToolMessage.artifact`` carries a small JSON reference (see :data:`ARTIFACT_KEYS`).
-* :func:`task_memory_tools` returns ``query_memory``, ``read_memory`` and
-  ``summarize_memory``, the tools the model uses to get at stored outputs; their
-  outputs are bounded in tokens.
+  :class:`~offprompt.task_memory.TaskMemory` through the core
+  :class:`~offprompt.task_memory.offload.OffloadPolicy`; the model sees the reference,
+  and ``ToolMessage.artifact`` carries the
+  :class:`~offprompt.task_memory.offload.StoredReference` as a dict. Large (or
+  sensitive) errors go through the same policy.
+* :func:`task_memory_tools` returns the core memory tools (``query_memory``,
+  ``grep_memory``, ``read_memory``, ``json_memory``, ``summarize_memory``) as LangChain
+  tools; their outputs, errors included, are bounded in tokens.
 
-The offloading helpers (:func:`offload` / :func:`aoffload`) are shared with
-:class:`~offprompt_langchain.middleware.OffpromptMiddleware`.
+This module only translates LangChain types to and from the core; the middleware
+(:class:`~offprompt_langchain.middleware.OffpromptMiddleware`) uses the same helpers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
-import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -26,41 +27,39 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langchain_core.tools.base import ArgsSchema
+from langchain_core.tools.base import ArgsSchema, _handle_tool_error
 from langchain_core.utils.pydantic import TypeBaseModel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
+from pydantic import ValidationError as PydanticValidationError
+from pydantic.v1 import ValidationError as ValidationErrorV1
 
-from offprompt.artifacts import BaseArtifact, ErrorArtifact, InfoArtifact, TextArtifact
-from offprompt.errors import NotFoundError, OffpromptError, ValidationError
+from offprompt.errors import ValidationError
 from offprompt.summarizers import TextSummarizer
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import (
+    ACTIVITY,
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_MIN_TOKENS,
+    Offloaded,
+    OffloadError,
+    OffloadPolicy,
+    StoredReference,
+)
+from offprompt.task_memory.tools import MemoryToolSpec, memory_tool_specs
 
 __all__ = [
     "ACTIVITY",
     "DEFAULT_MIN_TOKENS",
     "OffpromptTool",
-    "aoffload",
+    "StoredReference",
     "is_reference",
-    "offload",
+    "offload_message",
     "offprompt_tool",
     "task_memory_tools",
 ]
 
-DEFAULT_MIN_TOKENS = 500
-"""Outputs with fewer tokens reach the model as they are (unless ``sensitive``)."""
 
-ACTIVITY = "run"
-"""The activity named in reference sentences: ``Output of "{tool}.run" was stored ...``."""
-
-ARTIFACT_KEYS = ("offprompt", "memory_name", "artifact_namespace", "tool", "tokens", "bytes")
-"""Keys of the artifact of a stored output (``offprompt == "stored"``)."""
-
-MEMORY_TOOL_NAMES = ("query_memory", "read_memory", "summarize_memory")
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-# -- offloading (shared with the middleware) --------------------------------------------
+# -- translating to and from the core policy ---------------------------------------------
 
 
 def content_text(content: Any) -> str:
@@ -80,106 +79,64 @@ def content_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def new_namespace(tool_name: str) -> str:
-    """A fresh namespace named after the tool, safe for every storage."""
-    stem = _UNSAFE.sub("_", tool_name or "tool").replace("..", "_").strip("._")[:64]
-    return f"{stem or 'tool'}-{uuid.uuid4().hex[:16]}"
-
-
 def is_reference(artifact: Any) -> bool:
     """Whether a ``ToolMessage.artifact`` is the reference of an output already stored."""
     return isinstance(artifact, Mapping) and artifact.get("offprompt") == "stored"
 
 
-def _passthrough(content: Any, text: str, tool_artifact: Any) -> tuple[Any, dict[str, Any]]:
-    artifact: dict[str, Any] = {"offprompt": "inline", "bytes": len(text.encode("utf-8"))}
+def _artifact(stored: Offloaded, text: str, tool_artifact: Any) -> dict[str, Any]:
+    artifact: dict[str, Any] = (
+        stored.reference.to_artifact()
+        if stored.reference is not None
+        else {"offprompt": "inline", "bytes": len(text.encode("utf-8"))}
+    )
     if tool_artifact is not None:
         artifact["tool_artifact"] = tool_artifact
-    return content, artifact
+    return artifact
 
 
-def _stored(
-    result: InfoArtifact, meta: Mapping[str, Any], tool_name: str, tool_artifact: Any
-) -> tuple[str, dict[str, Any]]:
-    artifact: dict[str, Any] = {
-        "offprompt": "stored",
-        "memory_name": result.meta["memory_name"],
-        "artifact_namespace": result.meta["artifact_namespace"],
-        "tool": tool_name,
-        "tokens": int(meta.get("tokens", 0)),
-        "bytes": int(meta.get("bytes", 0)),
-        "sensitive": bool(meta.get("sensitive", False)),
-    }
-    if tool_artifact is not None:
-        artifact["tool_artifact"] = tool_artifact
-    return result.value, artifact
+def offload_message(policy: OffloadPolicy, message: ToolMessage, tool_name: str) -> ToolMessage:
+    """``message`` with its content stored off-prompt if the policy says so.
 
-
-def _prepare(tool_name: str, content: Any) -> tuple[str, TextArtifact]:
-    text = content_text(content)
-    return text, TextArtifact(value=text, name=new_namespace(tool_name))
-
-
-def _check_result(result: BaseArtifact, tool_name: str) -> None:
-    if isinstance(result, ErrorArtifact):
-        # Nothing of the output goes to the model: the error names the problem only.
-        raise ToolException(f"{tool_name}: its output could not be stored off-prompt: {result}")
-
-
-def offload(
-    task_memory: TaskMemory,
-    tool_name: str,
-    content: Any,
-    *,
-    min_tokens: int,
-    sensitive: bool = False,
-    tool_artifact: Any = None,
-) -> tuple[Any, dict[str, Any]]:
-    """Store a tool result's content if it is large or sensitive.
-
-    Returns:
-        ``(content the model sees, artifact)``: the reference sentence and the stored
-        reference, or the content unchanged and ``{"offprompt": "inline", "bytes": n}``.
-
-    Raises:
-        ToolException: The output could not be stored (nothing of it is returned).
+    A message left inline is returned unchanged; a stored one gets the reference as
+    content and the :class:`StoredReference` dict (plus ``tool_artifact``) as artifact.
+    An error message (``status="error"``) goes through the same policy. When storing
+    fails, the result is an error message that holds none of the output.
     """
-    text, artifact = _prepare(tool_name, content)
-    result = task_memory.process_output(
-        tool_name, ACTIVITY, artifact, sensitive=sensitive, min_tokens=min_tokens
-    )
-    _check_result(result, tool_name)
-    if isinstance(result, InfoArtifact) and "artifact_namespace" in result.meta:
-        meta = task_memory.namespace_metadata(result.meta["artifact_namespace"])
-        return _stored(result, meta, tool_name, tool_artifact)
-    return _passthrough(content, text, tool_artifact)
+    text = content_text(message.content)
+    try:
+        stored = policy.offload(
+            message.name or tool_name,
+            text,
+            call_id=message.tool_call_id,
+            is_error=message.status == "error",
+        )
+    except OffloadError as exc:
+        return message.model_copy(update={"content": str(exc), "status": "error", "artifact": None})
+    if stored.reference is None:
+        return message
+    artifact = _artifact(stored, text, message.artifact)
+    return message.model_copy(update={"content": stored.text, "artifact": artifact})
 
 
-async def aoffload(
-    task_memory: TaskMemory,
-    tool_name: str,
-    content: Any,
-    *,
-    min_tokens: int,
-    sensitive: bool = False,
-    tool_artifact: Any = None,
-) -> tuple[Any, dict[str, Any]]:
-    """Async twin of :func:`offload` (storage runs in a worker thread)."""
-    text, artifact = await asyncio.to_thread(_prepare, tool_name, content)
-    result = await task_memory.aprocess_output(
-        tool_name, ACTIVITY, artifact, sensitive=sensitive, min_tokens=min_tokens
-    )
-    _check_result(result, tool_name)
-    if isinstance(result, InfoArtifact) and "artifact_namespace" in result.meta:
-        meta = await task_memory.anamespace_metadata(result.meta["artifact_namespace"])
-        return _stored(result, meta, tool_name, tool_artifact)
-    return _passthrough(content, text, tool_artifact)
-
-
-def check_min_tokens(min_tokens: Any) -> int:
-    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 0:
-        raise ValidationError(f"min_tokens must be an int >= 0, got {min_tokens!r}")
-    return min_tokens
+async def aoffload_message(
+    policy: OffloadPolicy, message: ToolMessage, tool_name: str
+) -> ToolMessage:
+    """Async twin of :func:`offload_message` (storage in a worker thread)."""
+    text = content_text(message.content)
+    try:
+        stored = await policy.aoffload(
+            message.name or tool_name,
+            text,
+            call_id=message.tool_call_id,
+            is_error=message.status == "error",
+        )
+    except OffloadError as exc:
+        return message.model_copy(update={"content": str(exc), "status": "error", "artifact": None})
+    if stored.reference is None:
+        return message
+    artifact = _artifact(stored, text, message.artifact)
+    return message.model_copy(update={"content": stored.text, "artifact": artifact})
 
 
 def check_task_memory(task_memory: Any) -> TaskMemory:
@@ -203,7 +160,7 @@ class OffpromptTool(BaseTool):
 
     Attributes:
         tool: The wrapped tool (with its own error handling turned off: this tool
-            applies it, so an error message is never stored as an output).
+            applies it, after the offload policy has seen the error).
         task_memory: Where outputs go.
         min_tokens: Outputs with fewer tokens pass through, unless ``sensitive``.
         sensitive: Store every output, however small.
@@ -234,11 +191,33 @@ class OffpromptTool(BaseTool):
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         return (), {"tool_input": tool_input, "tool_call_id": tool_call_id}
 
-    def _unpack(self, output: Any) -> tuple[bool, Any, Any]:
-        """``(is_a_tool_message, content, artifact)`` of the wrapped tool's output."""
-        if isinstance(output, ToolMessage):
-            return True, output.content, output.artifact
-        return False, output, None
+    def _policy(self) -> OffloadPolicy:
+        return OffloadPolicy(self.task_memory, min_tokens=self.min_tokens, sensitive=self.sensitive)
+
+    @staticmethod
+    def _finish(output: ToolMessage, stored: Offloaded, text: str) -> tuple[Any, Any]:
+        content = stored.text if stored.reference is not None else output.content
+        return content, _artifact(stored, text, output.artifact)
+
+    def _error_text(self, exc: Exception) -> str:
+        if isinstance(exc, ToolException) and self.handle_tool_error:
+            return _handle_tool_error(exc, flag=self.handle_tool_error)
+        return str(exc)
+
+    def _stored_error(self, exc: Exception, stored: Offloaded, tool_call_id: str | None) -> Any:
+        """What a large (or sensitive) error becomes once stored: never its full text."""
+        assert stored.reference is not None
+        if self.handle_tool_error and tool_call_id:
+            message = ToolMessage(
+                content=stored.text,
+                artifact=stored.reference.to_artifact(),
+                status="error",
+                tool_call_id=tool_call_id,
+                name=self.name,
+            )
+            return message, None
+        # Raised on: the agent (or handle_tool_error) reports the reference, not the error.
+        raise ToolException(stored.text) from None
 
     def _run(
         self,
@@ -247,23 +226,26 @@ class OffpromptTool(BaseTool):
         run_manager: CallbackManagerForToolRun | None = None,
         config: RunnableConfig | None = None,
     ) -> tuple[Any, Any]:
-        output = self.tool.run(
-            tool_input,
-            callbacks=run_manager.get_child() if run_manager else None,
-            config=config,
-            tool_call_id=tool_call_id or f"offprompt-{uuid.uuid4().hex}",
-        )
-        is_message, content, tool_artifact = self._unpack(output)
-        if not is_message:
+        policy = self._policy()
+        try:
+            output = self.tool.run(
+                tool_input,
+                callbacks=run_manager.get_child() if run_manager else None,
+                config=config,
+                tool_call_id=tool_call_id or f"offprompt-{uuid.uuid4().hex}",
+            )
+        except (PydanticValidationError, ValidationErrorV1):
+            raise  # bad input from the model: handle_validation_error reports it
+        except Exception as exc:
+            error = self._error_text(exc)
+            stored = self._offload(policy, error, tool_call_id, is_error=True)
+            if stored.reference is None:
+                raise
+            return self._stored_error(exc, stored, tool_call_id)
+        if not isinstance(output, ToolMessage):
             return output, None  # a Command or other ToolOutputMixin passes through as is
-        return offload(
-            self.task_memory,
-            self.name,
-            content,
-            min_tokens=self.min_tokens,
-            sensitive=self.sensitive,
-            tool_artifact=tool_artifact,
-        )
+        text = content_text(output.content)
+        return self._finish(output, self._offload(policy, text, tool_call_id), text)
 
     async def _arun(
         self,
@@ -272,23 +254,42 @@ class OffpromptTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         config: RunnableConfig | None = None,
     ) -> tuple[Any, Any]:
-        output = await self.tool.arun(
-            tool_input,
-            callbacks=run_manager.get_child() if run_manager else None,
-            config=config,
-            tool_call_id=tool_call_id or f"offprompt-{uuid.uuid4().hex}",
-        )
-        is_message, content, tool_artifact = self._unpack(output)
-        if not is_message:
-            return output, None
-        return await aoffload(
-            self.task_memory,
-            self.name,
-            content,
-            min_tokens=self.min_tokens,
-            sensitive=self.sensitive,
-            tool_artifact=tool_artifact,
-        )
+        policy = self._policy()
+        try:
+            output = await self.tool.arun(
+                tool_input,
+                callbacks=run_manager.get_child() if run_manager else None,
+                config=config,
+                tool_call_id=tool_call_id or f"offprompt-{uuid.uuid4().hex}",
+            )
+        except (PydanticValidationError, ValidationErrorV1):
+            raise  # bad input from the model: handle_validation_error reports it
+        except Exception as exc:
+            error = self._error_text(exc)
+            stored = await self._aoffload(policy, error, tool_call_id, is_error=True)
+            if stored.reference is None:
+                raise
+            return self._stored_error(exc, stored, tool_call_id)
+        if not isinstance(output, ToolMessage):
+            return output, None  # a Command or other ToolOutputMixin passes through as is
+        text = content_text(output.content)
+        return self._finish(output, await self._aoffload(policy, text, tool_call_id), text)
+
+    def _offload(
+        self, policy: OffloadPolicy, text: str, call_id: str | None, *, is_error: bool = False
+    ) -> Offloaded:
+        try:
+            return policy.offload(self.name, text, call_id=call_id, is_error=is_error)
+        except OffloadError as exc:
+            raise ToolException(str(exc)) from None
+
+    async def _aoffload(
+        self, policy: OffloadPolicy, text: str, call_id: str | None, *, is_error: bool = False
+    ) -> Offloaded:
+        try:
+            return await policy.aoffload(self.name, text, call_id=call_id, is_error=is_error)
+        except OffloadError as exc:
+            raise ToolException(str(exc)) from None
 
 
 def _as_base_tool(tool: Any, description: str | None) -> BaseTool:
@@ -321,13 +322,20 @@ def offprompt_tool(
 
     The returned tool keeps the original's name, description, argument schema,
     ``return_direct`` and error handling, and uses ``response_format=
-    "content_and_artifact"``: the model gets the reference sentence (or the output
-    itself when it has fewer than ``min_tokens`` tokens and is not sensitive), and
-    ``ToolMessage.artifact`` gets a small JSON dict: ``{"offprompt": "stored",
-    "memory_name", "artifact_namespace", "tool", "tokens", "bytes", "sensitive"}``
-    (or ``{"offprompt": "inline", "bytes"}``), plus ``"tool_artifact"`` when the
-    wrapped tool had an artifact of its own. Errors of the wrapped tool are reported
-    as it would report them and are never stored. Sync and async.
+    "content_and_artifact"``: the model gets the reference (or the output itself when
+    it has fewer than ``min_tokens`` tokens and is not sensitive), and
+    ``ToolMessage.artifact`` gets :meth:`StoredReference.to_artifact`: ``{"offprompt":
+    "stored", "memory_name", "artifact_namespace", "tool", "activity", "kind", "bytes",
+    "lines", "tokens", "tokens_estimated", "is_error", "sensitive"}`` (or
+    ``{"offprompt": "inline", "bytes"}``), plus ``"tool_artifact"`` when the wrapped
+    tool had an artifact of its own. Sync and async.
+
+    Errors go through the same policy: an error of at least ``min_tokens`` tokens (any
+    error, when ``sensitive``) is stored, and the model sees its first line, its size
+    and the reference: as an error ``ToolMessage`` carrying the reference when the
+    tool handles its errors (``handle_tool_error``, whatever the exception's type), else
+    raised as a ``ToolException`` whose message is that text. Smaller errors are reported exactly
+    as the wrapped tool reports them; bad input (argument validation) is never stored.
 
     Args:
         tool: A ``BaseTool`` (``@tool`` functions are ``BaseTool`` s) or a plain
@@ -348,18 +356,18 @@ def offprompt_tool(
         >>> memory = TaskMemory()
         >>> wrapped = offprompt_tool(fetch_logs, memory, min_tokens=100)
         >>> message = wrapped.invoke({"type": "tool_call", "id": "1", "name": "fetch_logs", "args": {"node": "n7"}})
-        >>> message.content.startswith('Output of "fetch_logs.run" was stored in memory')
+        >>> message.content.startswith('Output of "fetch_logs.call" was stored in memory')
         True
         >>> message.artifact["tokens"] > 100
         True
     """
     check_task_memory(task_memory)
-    check_min_tokens(min_tokens)
+    OffloadPolicy(task_memory, min_tokens=min_tokens, sensitive=sensitive)  # validates
     base = _as_base_tool(tool, description)
     if isinstance(base, OffpromptTool):
         raise ValidationError(f"tool {base.name!r} is already an offprompt tool")
-    # The wrapper applies the original error handling itself, so an error message is
-    # reported once, with status="error", and never stored as if it were an output.
+    # The wrapper applies the original error handling itself, so an error is reported
+    # once, with status="error", after the policy has seen it.
     inner = base.model_copy(update={"handle_tool_error": False, "handle_validation_error": False})
     return OffpromptTool(
         name=base.name,
@@ -381,148 +389,65 @@ def offprompt_tool(
 # -- the memory tools --------------------------------------------------------------------
 
 
-class _Target(BaseModel):
-    memory_name: str = Field(
-        description='The memory_name quoted in the reference, e.g. "TaskMemory".'
+def _langchain_tool(spec: MemoryToolSpec) -> BaseTool:
+    """A core memory tool as a LangChain tool: a mistake is a ``status="error"`` message."""
+
+    def run(**arguments: Any) -> str:
+        result = spec.call(**arguments)
+        if result.is_error:
+            raise ToolException(result.text)
+        return result.text
+
+    async def arun(**arguments: Any) -> str:
+        result = await spec.acall(**arguments)
+        if result.is_error:
+            raise ToolException(result.text)
+        return result.text
+
+    # The JSON schema, not the pydantic model: the core validates the arguments, so a
+    # bad argument gets the same bounded error text in every framework.
+    return StructuredTool(
+        name=spec.name,
+        description=spec.description,
+        args_schema=spec.parameters,
+        func=run,
+        coroutine=arun,
+        handle_tool_error=True,
     )
-    artifact_namespace: str = Field(description="The artifact_namespace quoted in the reference.")
-
-
-class QueryMemoryInput(_Target):
-    query: str = Field(description="What to look for in the stored output.")
-
-
-class ReadMemoryInput(_Target):
-    page: int = Field(default=1, ge=1, description="The page to read, from 1.")
-
-
-class SummarizeMemoryInput(_Target):
-    pass
-
-
-class _MemoryReader:
-    """Resolves references and bounds outputs for the three memory tools."""
-
-    def __init__(
-        self,
-        memories: Sequence[TaskMemory],
-        *,
-        max_output_tokens: int,
-        top_n: int,
-        summarizer: TextSummarizer | None,
-        summary_tokens: int,
-    ) -> None:
-        self.memories = {m.name: m for m in memories}
-        self.max_output_tokens = max_output_tokens
-        self.top_n = top_n
-        self.summarizer = summarizer
-        self.summary_tokens = summary_tokens
-        self.tokenizer = memories[0].tokenizer
-
-    def resolve(self, memory_name: str, namespace: str) -> TaskMemory:
-        memory = self.memories.get(memory_name)
-        if memory is None:
-            known = ", ".join(f'"{n}"' for n in sorted(self.memories))
-            raise ToolException(
-                f'Unknown memory_name "{memory_name}". Use the memory_name quoted in the '
-                f"reference ({known})."
-            )
-        try:
-            memory.namespace_metadata(namespace)
-        except (NotFoundError, OffpromptError):
-            raise ToolException(
-                f'Unknown artifact_namespace "{namespace}" in memory "{memory_name}". Use '
-                "the artifact_namespace quoted in the reference, exactly."
-            ) from None
-        return memory
-
-    def bound(self, text: str, hint: str = "") -> str:
-        tokens = self.tokenizer.encode(text)
-        if len(tokens) <= self.max_output_tokens:
-            return text
-        kept = self.tokenizer.decode(tokens[: self.max_output_tokens])
-        return f"{kept}\n[... truncated: {len(tokens) - self.max_output_tokens} more tokens{hint}]"
-
-    def format_hits(self, namespace: str, memory_name: str, hits: Sequence[BaseArtifact]) -> str:
-        if not hits:
-            return f'No passage of artifact_namespace "{namespace}" matches the query.'
-        lines = [
-            f'{len(hits)} passage(s) from artifact_namespace "{namespace}" '
-            f'(memory_name "{memory_name}"), best first:'
-        ]
-        for index, hit in enumerate(hits, 1):
-            lines.append(f"[{index}] (page {hit.meta.get('page')})\n{hit.to_text()}")
-        return self.bound("\n\n".join(lines), "; use read_memory for whole pages")
-
-    def query(self, memory_name: str, artifact_namespace: str, query: str) -> str:
-        memory = self.resolve(memory_name, artifact_namespace)
-        hits = memory.query(artifact_namespace, query, top_n=self.top_n)
-        return self.format_hits(artifact_namespace, memory_name, list(hits.value))
-
-    async def aquery(self, memory_name: str, artifact_namespace: str, query: str) -> str:
-        memory = await asyncio.to_thread(self.resolve, memory_name, artifact_namespace)
-        hits = await memory.aquery(artifact_namespace, query, top_n=self.top_n)
-        return await asyncio.to_thread(
-            self.format_hits, artifact_namespace, memory_name, list(hits.value)
-        )
-
-    def _page(self, memory: TaskMemory, namespace: str, page: int) -> str:
-        try:
-            found = memory.read(namespace, page, page_tokens=self.max_output_tokens)
-        except ValidationError as exc:
-            raise ToolException(str(exc)) from None
-        pages = found.meta.get("pages", 1)
-        header = f'Page {page} of {pages} of artifact_namespace "{namespace}":\n'
-        return header + self.bound(found.value)
-
-    def read(self, memory_name: str, artifact_namespace: str, page: int = 1) -> str:
-        memory = self.resolve(memory_name, artifact_namespace)
-        return self._page(memory, artifact_namespace, page)
-
-    async def aread(self, memory_name: str, artifact_namespace: str, page: int = 1) -> str:
-        memory = await asyncio.to_thread(self.resolve, memory_name, artifact_namespace)
-        return await asyncio.to_thread(self._page, memory, artifact_namespace, page)
-
-    def summarize(self, memory_name: str, artifact_namespace: str) -> str:
-        memory = self.resolve(memory_name, artifact_namespace)
-        summary = memory.summarize(
-            artifact_namespace, self.summarizer, max_tokens=self.summary_tokens
-        )
-        return self.bound(summary.value)
-
-    async def asummarize(self, memory_name: str, artifact_namespace: str) -> str:
-        memory = await asyncio.to_thread(self.resolve, memory_name, artifact_namespace)
-        summary = await memory.asummarize(
-            artifact_namespace, self.summarizer, max_tokens=self.summary_tokens
-        )
-        return await asyncio.to_thread(self.bound, summary.value)
 
 
 def task_memory_tools(
     task_memory: TaskMemory | Sequence[TaskMemory],
     *,
-    max_output_tokens: int = 2000,
-    top_n: int = 4,
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    top_n: int = 5,
     summarizer: TextSummarizer | None = None,
-    summary_tokens: int = 300,
+    summary_tokens: int | None = None,
 ) -> list[BaseTool]:
-    """The tools a model uses to get at outputs stored off-prompt.
+    """The tools a model uses to get at outputs stored off-prompt (the core's five).
 
-    * ``query_memory(memory_name, artifact_namespace, query)``: the ``top_n`` best
+    * ``query_memory(memory_name, artifact_namespace, query, top_n=None)``: the best
       passages (hybrid retrieval), with their page numbers.
-    * ``read_memory(memory_name, artifact_namespace, page=1)``: one page of the output,
-      in order (pages of about ``max_output_tokens`` tokens, whole chunks).
-    * ``summarize_memory(memory_name, artifact_namespace)``: a summary of the output
-      (``summarizer``, extractive and offline by default).
+    * ``grep_memory(memory_name, artifact_namespace, pattern, regex=False,
+      ignore_case=False, context=0, max_matches=20)``: matching lines, numbered.
+    * ``read_memory(memory_name, artifact_namespace, page=None, start_line=None,
+      end_line=None)``: a page, or a line range.
+    * ``json_memory(memory_name, artifact_namespace, expression=None)``: the JSON
+      outline, or the value of a JMESPath expression.
+    * ``summarize_memory(memory_name, artifact_namespace)``: a summary (``summarizer``,
+      extractive and offline by default).
 
-    Every output is at most ``max_output_tokens`` tokens. An unknown memory name,
-    namespace or page gives an error ``ToolMessage`` (``status="error"``) saying what
-    to use instead; nothing is raised into the agent.
+    Names, arguments, descriptions and answers are those of
+    :func:`offprompt.task_memory.tools.memory_tool_specs` (LlamaIndex's
+    ``TaskMemoryToolSpec`` gives the same). Every answer, errors included, is at most
+    ``max_output_tokens`` tokens; a mistake (unknown memory name or namespace, bad
+    pattern, page out of range) gives an error ``ToolMessage`` (``status="error"``)
+    saying what to use instead; nothing is raised into the agent.
 
     Args:
         task_memory: One memory, or several (told apart by their ``name``).
         max_output_tokens: Bound of every output.
-        top_n: Passages returned by ``query_memory``.
+        top_n: Passages ``query_memory`` returns unless the model asks otherwise.
         summarizer: A ``TextSummarizer`` (e.g. ``LangChainSummarizer``).
         summary_tokens: Budget of ``summarize_memory``.
 
@@ -532,70 +457,19 @@ def task_memory_tools(
     Example:
         >>> from offprompt.artifacts import TextArtifact
         >>> memory = TaskMemory()
-        >>> _ = memory.process_output("logs", "run", TextArtifact(value="disk full on node 7", name="logs-1"))
-        >>> query, read, summarize = task_memory_tools(memory)
+        >>> _ = memory.process_output("logs", "call", TextArtifact(value="disk full on node 7", name="logs-1"))
+        >>> query, grep, read, json_memory, summarize = task_memory_tools(memory)
         >>> print(query.invoke({"memory_name": "TaskMemory", "artifact_namespace": "logs-1", "query": "node"}))
         1 passage(s) from artifact_namespace "logs-1" (memory_name "TaskMemory"), best first:
         <BLANKLINE>
         [1] (page 1)
         disk full on node 7
     """
-    memories = [task_memory] if isinstance(task_memory, TaskMemory) else list(task_memory)
-    if not memories:
-        raise ValidationError("task_memory_tools needs at least one TaskMemory")
-    for memory in memories:
-        check_task_memory(memory)
-    names = [m.name for m in memories]
-    if len(set(names)) != len(names):
-        raise ValidationError(f"two task memories share a name: {names}")
-    for label, value, low in (
-        ("max_output_tokens", max_output_tokens, 16),
-        ("top_n", top_n, 1),
-        ("summary_tokens", summary_tokens, 1),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValidationError(f"{label} must be an int >= {low}, got {value!r}")
-    reader = _MemoryReader(
-        memories,
+    specs = memory_tool_specs(
+        task_memory,
+        summarizer=summarizer,
         max_output_tokens=max_output_tokens,
         top_n=top_n,
-        summarizer=summarizer,
         summary_tokens=summary_tokens,
     )
-    where = (
-        "Use the memory_name and artifact_namespace quoted in a reference like "
-        '\'Output of "tool.run" was stored in memory with memory_name "..." and '
-        'artifact_namespace "..."\'.'
-    )
-    return [
-        StructuredTool.from_function(
-            func=reader.query,
-            coroutine=reader.aquery,
-            name="query_memory",
-            description=(
-                "Search a tool output that was stored in memory instead of being shown, and "
-                f"return the passages that best answer `query`. {where}"
-            ),
-            args_schema=QueryMemoryInput,
-            handle_tool_error=True,
-        ),
-        StructuredTool.from_function(
-            func=reader.read,
-            coroutine=reader.aread,
-            name="read_memory",
-            description=(
-                "Read one page of a tool output that was stored in memory, in its original "
-                f"order; pages start at 1. {where}"
-            ),
-            args_schema=ReadMemoryInput,
-            handle_tool_error=True,
-        ),
-        StructuredTool.from_function(
-            func=reader.summarize,
-            coroutine=reader.asummarize,
-            name="summarize_memory",
-            description=f"Summarize a tool output that was stored in memory. {where}",
-            args_schema=SummarizeMemoryInput,
-            handle_tool_error=True,
-        ),
-    ]
+    return [_langchain_tool(spec) for spec in specs]

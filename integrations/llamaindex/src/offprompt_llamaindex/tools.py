@@ -1,23 +1,26 @@
 """Off-prompt tools for LlamaIndex: large or sensitive outputs go to task memory.
 
 * :func:`offprompt_tool` wraps a ``FunctionTool``, any ``BaseTool`` / ``AsyncBaseTool``,
-  or a plain (sync or async) function. Its output is stored in a
+  or a plain (sync or async) function. Its output goes through the core
+  :class:`~offprompt.task_memory.offload.OffloadPolicy`: stored in a
   :class:`~offprompt.task_memory.TaskMemory` when it has at least ``min_tokens`` tokens
-  or when the tool is ``sensitive``; the model then sees only the reference sentence
-  (``Output of "tool.call" was stored in memory with memory_name "..." and
-  artifact_namespace "..."``), and ``ToolOutput.raw_output`` carries the reference as a
-  dict (memory name, namespace, size).
-* :class:`TaskMemoryToolSpec` gives the model ``query_memory``, ``read_memory`` and
-  ``summarize_memory`` to look into what was stored, each with a bounded answer.
+  or when the tool is ``sensitive``; the model then sees the reference (``Output of
+  "tool.call" was stored in memory with memory_name "..." and artifact_namespace
+  "..."``, then the card), and ``ToolOutput.raw_output`` carries the
+  :class:`~offprompt.task_memory.offload.StoredReference` dict. Large (or sensitive)
+  errors, raised or returned, go through the same policy.
+* :class:`TaskMemoryToolSpec` gives the model the core memory tools (``query_memory``,
+  ``grep_memory``, ``read_memory``, ``json_memory``, ``summarize_memory``), each with
+  a bounded answer.
 
 Only the text of an output goes off-prompt; image and other non-text blocks of a
-``ToolOutput`` are passed through unchanged.
+``ToolOutput`` are passed through unchanged. This module only translates LlamaIndex
+types to and from the core.
 """
 
 from __future__ import annotations
 
 import inspect
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -26,15 +29,19 @@ from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, adapt_to_async_tool
 
-from offprompt.artifacts import BaseArtifact, ErrorArtifact, InfoArtifact, TextArtifact
-from offprompt.errors import NotFoundError, ValidationError
+from offprompt.errors import ValidationError
 from offprompt.summarizers import TextSummarizer
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import (
+    ACTIVITY,
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    Offloaded,
+    OffloadError,
+    OffloadPolicy,
+)
+from offprompt.task_memory.tools import MemoryToolSpec, ToolResult, memory_tool_specs
 
 __all__ = ["ACTIVITY", "OffpromptTool", "TaskMemoryToolSpec", "offprompt_tool"]
-
-# The activity named in references: a LlamaIndex tool has one entry point, its call.
-ACTIVITY = "call"
 
 
 def _text_of(output: ToolOutput) -> str:
@@ -60,15 +67,16 @@ class OffpromptTool(FunctionTool):
         tool: AsyncBaseTool,
         task_memory: TaskMemory,
         *,
-        min_tokens: int,
+        min_tokens: int | None,
         sensitive: bool,
     ) -> None:
         # FunctionTool.__init__ wants a function to introspect; we delegate to a tool, so
         # set what FunctionTool's users (agents, to_langchain_tool) read ourselves.
         self.tool = tool
         self.task_memory = task_memory
-        self.min_tokens = min_tokens
-        self.sensitive = sensitive
+        self.policy = OffloadPolicy(task_memory, min_tokens=min_tokens, sensitive=sensitive)
+        self.min_tokens = self.policy.min_tokens
+        self.sensitive = self.policy.sensitive
         self._metadata = tool.metadata
         inner = tool if isinstance(tool, FunctionTool) else None
         self.requires_context = bool(inner and inner.requires_context)
@@ -94,82 +102,81 @@ class OffpromptTool(FunctionTool):
     def metadata(self) -> ToolMetadata:
         return self._metadata
 
-    def _namespace(self) -> str:
-        name = self.metadata.name or "tool"
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:100]
-        return f"{safe}-{uuid.uuid4().hex[:16]}"
+    def _name(self) -> str:
+        return self.metadata.get_name()
 
-    def _artifact(self, output: ToolOutput) -> TextArtifact | None:
-        if output.is_error:
-            return None  # errors are reported as the tool reported them
-        text = _text_of(output)
-        return TextArtifact(value=text, name=self._namespace()) if text.strip() else None
-
-    def _finish(
-        self, output: ToolOutput, artifact: TextArtifact, result: BaseArtifact
-    ) -> ToolOutput:
-        tool_name = self.metadata.get_name()
-        if isinstance(result, ErrorArtifact):
-            # Storing failed: report it; never fall back to showing the output.
-            return ToolOutput(
-                content=f"Error: {result.value}",
-                tool_name=tool_name,
-                raw_input=output.raw_input,
-                raw_output=result.value,
-                is_error=True,
-            )
-        if not isinstance(result, InfoArtifact) or "artifact_namespace" not in result.meta:
+    def _finish(self, output: ToolOutput, stored: Offloaded) -> ToolOutput:
+        if stored.reference is None:
             return output  # small enough, or empty: unchanged
-        reference = {
-            "memory_name": result.meta["memory_name"],
-            "artifact_namespace": result.meta["artifact_namespace"],
-            "tool": tool_name,
-            "activity": ACTIVITY,
-            "bytes": len(artifact.value.encode("utf-8")),
-            "characters": len(artifact.value),
-            "sensitive": self.sensitive,
-            "reference": result.value,
-        }
         other = [b for b in output.blocks if not isinstance(b, TextBlock)]
         return ToolOutput(
-            blocks=[TextBlock(text=str(result.value)), *other],
-            tool_name=tool_name,
+            blocks=[TextBlock(text=stored.text), *other],
+            tool_name=self._name(),
             raw_input=output.raw_input,
-            raw_output=reference,
+            raw_output=stored.reference.to_artifact(),
+            is_error=output.is_error,
+        )
+
+    def _failed(self, exc: OffloadError, raw_input: dict[str, Any]) -> ToolOutput:
+        # Storing failed: report it; never fall back to showing the output.
+        return ToolOutput(
+            content=f"Error: {exc}",
+            tool_name=self._name(),
+            raw_input=raw_input,
+            raw_output=str(exc),
+            is_error=True,
+        )
+
+    def _error_output(self, exc: Exception, stored: Offloaded, kwargs: Any) -> ToolOutput:
+        assert stored.reference is not None
+        return ToolOutput(
+            content=stored.text,
+            tool_name=self._name(),
+            raw_input={"kwargs": kwargs},
+            raw_output=stored.reference.to_artifact(),
+            is_error=True,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> ToolOutput:
         return self.call(*args, **kwargs)
 
     def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
-        """Run the wrapped tool; store its output off-prompt if large or sensitive."""
-        output = self.tool.call(*args, **kwargs)
-        artifact = self._artifact(output)
-        if artifact is None:
-            return output
-        result = self.task_memory.process_output(
-            self.metadata.get_name(),
-            ACTIVITY,
-            artifact,
-            sensitive=self.sensitive,
-            min_tokens=self.min_tokens,
-        )
-        return self._finish(output, artifact, result)
+        """Run the wrapped tool; store its output (or error) off-prompt if large or sensitive."""
+        try:
+            output = self.tool.call(*args, **kwargs)
+        except Exception as exc:
+            try:
+                stored = self.policy.offload(self._name(), str(exc), is_error=True)
+            except OffloadError as failure:
+                return self._failed(failure, {"kwargs": kwargs})
+            if stored.reference is None:
+                raise  # a short error: the agent reports it as LlamaIndex does
+            return self._error_output(exc, stored, kwargs)
+        try:
+            stored = self.policy.offload(self._name(), _text_of(output), is_error=output.is_error)
+        except OffloadError as failure:
+            return self._failed(failure, output.raw_input)
+        return self._finish(output, stored)
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
         """Async twin of :meth:`call` (storage runs in a worker thread)."""
-        output = await self.tool.acall(*args, **kwargs)
-        artifact = self._artifact(output)
-        if artifact is None:
-            return output
-        result = await self.task_memory.aprocess_output(
-            self.metadata.get_name(),
-            ACTIVITY,
-            artifact,
-            sensitive=self.sensitive,
-            min_tokens=self.min_tokens,
-        )
-        return self._finish(output, artifact, result)
+        try:
+            output = await self.tool.acall(*args, **kwargs)
+        except Exception as exc:
+            try:
+                stored = await self.policy.aoffload(self._name(), str(exc), is_error=True)
+            except OffloadError as failure:
+                return self._failed(failure, {"kwargs": kwargs})
+            if stored.reference is None:
+                raise
+            return self._error_output(exc, stored, kwargs)
+        try:
+            stored = await self.policy.aoffload(
+                self._name(), _text_of(output), is_error=output.is_error
+            )
+        except OffloadError as failure:
+            return self._failed(failure, output.raw_input)
+        return self._finish(output, stored)
 
 
 def offprompt_tool(
@@ -192,11 +199,14 @@ def offprompt_tool(
 
     Returns:
         An :class:`OffpromptTool` with the same name, description and ``fn_schema``.
-        When an output is stored, its ``ToolOutput`` content is the reference sentence
-        and ``raw_output`` is ``{"memory_name", "artifact_namespace", "tool",
-        "activity", "bytes", "characters", "sensitive", "reference"}``. Errors of the
-        wrapped tool propagate as its own errors do (agents turn them into
-        ``ToolOutput(is_error=True)``); an ``is_error`` output is never stored.
+        When an output is stored, its ``ToolOutput`` content is the reference and
+        ``raw_output`` is the :class:`~offprompt.task_memory.offload.StoredReference`
+        dict (``memory_name``, ``artifact_namespace``, ``tool``, ``activity``, ``kind``,
+        ``bytes``, ``lines``, ``tokens``, ``is_error``, ``sensitive`` ...). Errors go
+        through the same policy: a large (or sensitive) error, raised or returned as
+        ``is_error``, becomes ``ToolOutput(is_error=True)`` with its first line, its
+        size and the reference; a short one is raised or returned as the wrapped tool
+        does (agents turn a raised error into ``ToolOutput(is_error=True)``).
 
     Raises:
         ValidationError: ``tool`` is neither a tool nor a callable, ``task_memory`` is
@@ -212,13 +222,7 @@ def offprompt_tool(
         >>> out.content.startswith('Output of "fetch_report.call" was stored'), out.raw_output["bytes"]
         (True, 18000)
     """
-    if not isinstance(task_memory, TaskMemory):
-        raise ValidationError(
-            f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"
-        )
-    threshold = task_memory.min_tokens if min_tokens is None else min_tokens
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
-        raise ValidationError(f"min_tokens must be a non-negative int, got {min_tokens!r}")
+    OffloadPolicy(task_memory, min_tokens=min_tokens, sensitive=sensitive)  # validates
     if isinstance(tool, OffpromptTool):
         raise ValidationError(f"tool {tool.metadata.name!r} is already an OffpromptTool")
     if isinstance(tool, BaseTool):
@@ -234,22 +238,78 @@ def offprompt_tool(
         )
     if not wrapped.metadata.name:
         raise ValidationError("the tool has no name; give its ToolMetadata a name")
-    return OffpromptTool(wrapped, task_memory, min_tokens=threshold, sensitive=bool(sensitive))
+    return OffpromptTool(wrapped, task_memory, min_tokens=min_tokens, sensitive=bool(sensitive))
+
+
+class _MemoryTool(FunctionTool):
+    """A core memory tool as a LlamaIndex tool: a mistake is ``ToolOutput(is_error=True)``."""
+
+    def __init__(self, spec: MemoryToolSpec) -> None:
+        # The core validates the arguments; fn_schema only tells the model about them.
+        self.spec = spec
+        self._metadata = ToolMetadata(
+            name=spec.name, description=spec.description, fn_schema=spec.args_model
+        )
+        self.requires_context = False
+        self.ctx_param_name = None
+        self.partial_params = {}
+        self._field_defaults = {}
+        self._callback = None
+        self._async_callback = None
+        self._real_fn = spec.run
+        self._fn = spec.run
+        self._async_fn = spec.arun
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self._metadata
+
+    def _output(self, result: ToolResult, arguments: dict[str, Any]) -> ToolOutput:
+        return ToolOutput(
+            content=result.text,
+            tool_name=self.spec.name,
+            raw_input={"kwargs": arguments},
+            raw_output=result.text,
+            is_error=result.is_error,
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        return self.call(*args, **kwargs)
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        """Run the memory tool (keyword arguments only, as agents call it)."""
+        if args:
+            return self._output(
+                ToolResult(f"Error: {self.spec.name} takes keyword arguments only", True), kwargs
+            )
+        return self._output(self.spec.call(**kwargs), kwargs)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        """Async twin of :meth:`call`."""
+        if args:
+            return self.call(*args, **kwargs)
+        return self._output(await self.spec.acall(**kwargs), kwargs)
 
 
 class TaskMemoryToolSpec(BaseToolSpec):
-    """Tools that let the model look into task memory: query, read a page, summarize.
+    """The core memory tools for LlamaIndex agents, over one task memory.
 
-    ``to_tool_list()`` gives ``query_memory``, ``read_memory`` and ``summarize_memory``
-    as ``FunctionTool`` s with sync and async versions. Every answer is at most
-    ``max_output_tokens`` tokens. An unknown namespace raises
-    :class:`~offprompt.errors.NotFoundError` naming the known ones, which an agent
-    reports to the model as the tool's error.
+    ``to_tool_list()`` gives ``query_memory``, ``grep_memory``, ``read_memory``,
+    ``json_memory`` and ``summarize_memory`` (sync and async), with the names, argument
+    names, descriptions and answers of
+    :func:`offprompt.task_memory.tools.memory_tool_specs` (LangChain's
+    ``task_memory_tools`` gives the same). Every answer, errors included, is at most
+    ``max_output_tokens`` tokens. A mistake of the model (unknown namespace, bad
+    pattern, page out of range) is answered with ``ToolOutput(is_error=True)`` and a
+    short message; an unknown namespace's message names no other namespace.
+
+    The methods ``query_memory(...)`` etc. (and ``aquery_memory(...)``) run a tool
+    directly with keyword arguments and return its text.
 
     Args:
         task_memory: The memory to read.
         max_output_tokens: Bound of every answer.
-        max_top_n: Most chunks ``query_memory`` returns, whatever the model asks.
+        top_n: Passages ``query_memory`` returns unless the model asks otherwise.
         summarizer: Used by ``summarize_memory``; offprompt's extractive summarizer if
             omitted (a :class:`~offprompt_llamaindex.LlamaIndexSummarizer` uses an LLM).
 
@@ -259,14 +319,16 @@ class TaskMemoryToolSpec(BaseToolSpec):
         >>> _ = memory.process_output("logs", "call", TextArtifact(value="disk full on node 7", name="logs-1"))
         >>> spec = TaskMemoryToolSpec(memory)
         >>> [t.metadata.name for t in spec.to_tool_list()]
-        ['query_memory', 'read_memory', 'summarize_memory']
-        >>> "node 7" in spec.query_memory("logs-1", "which node?")
+        ['query_memory', 'grep_memory', 'read_memory', 'json_memory', 'summarize_memory']
+        >>> "node 7" in spec.query_memory(artifact_namespace="logs-1", query="which node?")
         True
     """
 
     spec_functions = [
         ("query_memory", "aquery_memory"),
+        ("grep_memory", "agrep_memory"),
         ("read_memory", "aread_memory"),
+        ("json_memory", "ajson_memory"),
         ("summarize_memory", "asummarize_memory"),
     ]
 
@@ -274,121 +336,82 @@ class TaskMemoryToolSpec(BaseToolSpec):
         self,
         task_memory: TaskMemory,
         *,
-        max_output_tokens: int = 2000,
-        max_top_n: int = 10,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        top_n: int = 5,
         summarizer: TextSummarizer | None = None,
     ) -> None:
         if not isinstance(task_memory, TaskMemory):
             raise ValidationError(
                 f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"
             )
-        for name, value in (("max_output_tokens", max_output_tokens), ("max_top_n", max_top_n)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValidationError(f"{name} must be an int >= 1, got {value!r}")
         self.task_memory = task_memory
         self.max_output_tokens = max_output_tokens
-        self.max_top_n = max_top_n
-        self.summarizer = summarizer
-
-    # -- shared helpers -------------------------------------------------------------------
-    def _bound(self, text: str) -> str:
-        tokenizer = self.task_memory.tokenizer
-        tokens = tokenizer.encode(text)
-        if len(tokens) <= self.max_output_tokens:
-            return text
-        note = "\n[... cut to the tool's output limit]"
-        keep = max(1, self.max_output_tokens - tokenizer.count(note))
-        return str(tokenizer.decode(tokens[:keep])) + note
-
-    def _check(self, namespace: Any) -> str:
-        if not isinstance(namespace, str) or not namespace.strip():
-            raise ValidationError(f"namespace must be a non-empty string, got {namespace!r}")
-        known = self.task_memory.namespaces()
-        if namespace not in known:
-            listed = ", ".join(f'"{n}"' for n in known[:20]) or "none"
-            more = f" (and {len(known) - 20} more)" if len(known) > 20 else ""
-            raise NotFoundError(
-                f'Unknown artifact_namespace "{namespace}" in memory '
-                f'"{self.task_memory.name}". Known namespaces: {listed}{more}.'
+        self.specs = {
+            spec.name: spec
+            for spec in memory_tool_specs(
+                task_memory,
+                summarizer=summarizer,
+                max_output_tokens=max_output_tokens,
+                top_n=top_n,
             )
-        return namespace
+        }
 
-    def _top_n(self, top_n: Any) -> int:
-        if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
-            raise ValidationError(f"top_n must be an int >= 1, got {top_n!r}")
-        return min(top_n, self.max_top_n)
+    def to_tool_list(  # type: ignore[override]
+        self,
+        spec_functions: list[str | tuple[str, str]] | None = None,
+        func_to_metadata_mapping: dict[str, ToolMetadata] | None = None,
+    ) -> list[FunctionTool]:
+        """The memory tools (all five, or those named in ``spec_functions``)."""
+        if func_to_metadata_mapping:
+            raise ValidationError("the memory tools' metadata is fixed by the core specs")
+        names = [n if isinstance(n, str) else n[0] for n in (spec_functions or self.specs)]
+        unknown = [n for n in names if n not in self.specs]
+        if unknown:
+            raise ValidationError(f"no memory tool named {unknown}; have {list(self.specs)}")
+        return [_MemoryTool(self.specs[n]) for n in names]
 
-    def _format_hits(self, namespace: str, query: str, hits: list[BaseArtifact]) -> str:
-        if not hits:
-            return f'No passage of "{namespace}" matches {query!r}.'
-        parts = [
-            f"[{i}] (page {h.meta.get('page', '?')})\n{h.to_text()}" for i, h in enumerate(hits, 1)
-        ]
-        return self._bound("\n\n".join(parts))
+    def _run(self, name: str, arguments: dict[str, Any]) -> str:
+        return self.specs[name].run(**arguments)
 
-    def _format_page(self, page: TextArtifact) -> str:
-        header = f"[page {page.meta.get('page', 1)} of {page.meta.get('pages', 1)}]\n"
-        return self._bound(header + page.value)
+    async def _arun(self, name: str, arguments: dict[str, Any]) -> str:
+        return await self.specs[name].arun(**arguments)
 
-    def _page_tokens(self) -> int:
-        return min(self.task_memory.page_tokens, self.max_output_tokens)
+    def query_memory(self, **arguments: Any) -> str:
+        """Run ``query_memory`` with keyword arguments; its text."""
+        return self._run("query_memory", arguments)
 
-    # -- the tools ------------------------------------------------------------------------
-    def query_memory(self, namespace: str, query: str, top_n: int = 5) -> str:
-        """Search a stored tool output for the passages that best answer a question.
+    async def aquery_memory(self, **arguments: Any) -> str:
+        """Async twin of :meth:`query_memory`."""
+        return await self._arun("query_memory", arguments)
 
-        Args:
-            namespace: The artifact_namespace given in the tool's reference.
-            query: What to look for.
-            top_n: How many passages to return.
-        """
-        namespace = self._check(namespace)
-        hits = self.task_memory.query(namespace, query, self._top_n(top_n))
-        return self._format_hits(namespace, query, list(hits.value))
+    def grep_memory(self, **arguments: Any) -> str:
+        """Run ``grep_memory`` with keyword arguments; its text."""
+        return self._run("grep_memory", arguments)
 
-    async def aquery_memory(self, namespace: str, query: str, top_n: int = 5) -> str:
-        """Async twin of ``query_memory``."""
-        namespace = await self._acheck(namespace)
-        hits = await self.task_memory.aquery(namespace, query, self._top_n(top_n))
-        return self._format_hits(namespace, query, list(hits.value))
+    async def agrep_memory(self, **arguments: Any) -> str:
+        """Async twin of :meth:`grep_memory`."""
+        return await self._arun("grep_memory", arguments)
 
-    def read_memory(self, namespace: str, page: int = 1) -> str:
-        """Read one page of a stored tool output, in its original order.
+    def read_memory(self, **arguments: Any) -> str:
+        """Run ``read_memory`` with keyword arguments; its text."""
+        return self._run("read_memory", arguments)
 
-        Args:
-            namespace: The artifact_namespace given in the tool's reference.
-            page: The page number, from 1; the answer says how many pages there are.
-        """
-        namespace = self._check(namespace)
-        return self._format_page(self.task_memory.read(namespace, page, self._page_tokens()))
+    async def aread_memory(self, **arguments: Any) -> str:
+        """Async twin of :meth:`read_memory`."""
+        return await self._arun("read_memory", arguments)
 
-    async def aread_memory(self, namespace: str, page: int = 1) -> str:
-        """Async twin of ``read_memory``."""
-        namespace = await self._acheck(namespace)
-        text = await self.task_memory.aread(namespace, page, self._page_tokens())
-        return self._format_page(text)
+    def json_memory(self, **arguments: Any) -> str:
+        """Run ``json_memory`` with keyword arguments; its text."""
+        return self._run("json_memory", arguments)
 
-    def summarize_memory(self, namespace: str) -> str:
-        """Summarize a stored tool output.
+    async def ajson_memory(self, **arguments: Any) -> str:
+        """Async twin of :meth:`json_memory`."""
+        return await self._arun("json_memory", arguments)
 
-        Args:
-            namespace: The artifact_namespace given in the tool's reference.
-        """
-        namespace = self._check(namespace)
-        summary = self.task_memory.summarize(
-            namespace, self.summarizer, max_tokens=self.max_output_tokens
-        )
-        return self._bound(summary.value)
+    def summarize_memory(self, **arguments: Any) -> str:
+        """Run ``summarize_memory`` with keyword arguments; its text."""
+        return self._run("summarize_memory", arguments)
 
-    async def asummarize_memory(self, namespace: str) -> str:
-        """Async twin of ``summarize_memory``."""
-        namespace = await self._acheck(namespace)
-        summary = await self.task_memory.asummarize(
-            namespace, self.summarizer, max_tokens=self.max_output_tokens
-        )
-        return self._bound(summary.value)
-
-    async def _acheck(self, namespace: Any) -> str:
-        import asyncio
-
-        return await asyncio.to_thread(self._check, namespace)
+    async def asummarize_memory(self, **arguments: Any) -> str:
+        """Async twin of :meth:`summarize_memory`."""
+        return await self._arun("summarize_memory", arguments)
