@@ -46,7 +46,8 @@ async def test_create_agent_with_tools_from_the_proxy_greps_the_stored_log(home)
     tool_messages = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     log_message, grep_message = tool_messages
     assert log_message.text.startswith('Output of "logs.call" was stored in memory')
-    assert "GET /api/items" not in log_message.text  # the 2 MB log never reached the model
+    # the card shows two first and two last lines; the 2 MB log never reached the model
+    assert log_message.text.count("GET /api/items") <= 4 and len(log_message.text) < 2_000
     assert needle_id in grep_message.text and "20000:" in grep_message.text
     assert state["messages"][-1].text == "Found it."
     assert model.chars_sent() < 20_000  # three model calls, none of them holds the log

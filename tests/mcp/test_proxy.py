@@ -26,7 +26,7 @@ from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
 
 REFERENCE_START = 'Output of "{tool}.call" was stored in memory with memory_name "TaskMemory" and artifact_namespace "'
-MEMORY_TOOLS = {"query_memory", "grep_memory", "read_memory", "summarize_memory"}
+MEMORY_TOOLS = {"query_memory", "grep_memory", "read_memory", "json_memory", "summarize_memory"}
 
 
 def stored_references(result: Any) -> list[dict[str, Any]]:
@@ -48,17 +48,19 @@ async def test_a_5mb_log_becomes_a_reference_the_memory_tools_can_search(home, c
         result = await session.call_tool("logs", {"megabytes": 5})
         text = text_of(result)
         assert text.startswith(REFERENCE_START.format(tool="logs"))
-        assert len(text) < 2_000 and "GET /api/items" not in text  # never the log itself
+        assert "kind: text | 5,000,052 bytes" in text  # the card: what the output holds
+        assert len(text) < 2_000 and text.count("GET /api/items") <= 4  # first/last lines only
         assert not result.isError
         (reference,) = stored_references(result)
         assert reference["tool"] == "logs" and reference["activity"] == "call"
         assert reference["bytes"] >= 5_000_000 and reference["kind"] == "text"
-        namespace = reference["namespace"]
+        namespace = reference["artifact_namespace"]
         assert f'artifact_namespace "{namespace}"' in text
 
         needle_id, needle_code = upstream.NEEDLES
         grep = await call_memory(session, "grep_memory", namespace, pattern=needle_id)
-        assert "1 matching line(s)" in grep and needle_code in grep and "20000:" in grep
+        assert grep.startswith(f'1 matching line(s) for the string "{needle_id}"')
+        assert f"20000: 2026-12-01T08:00:20Z ERROR node-3 request {needle_id} failed" in grep
         query = await call_memory(session, "query_memory", namespace, query=needle_code)
         assert needle_id in query
         page = await call_memory(session, "read_memory", namespace, page=1)
@@ -102,13 +104,16 @@ async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(home, 
         assert large.isError
         text = text_of(large)
         assert text.startswith(
-            "The tool failed: Error executing tool fail: Traceback line ERR_42\n"
+            'Error: the tool failed; first line of its error: "Error executing tool fail: '
+            'Traceback line ERR_42"\nThe whole error ('
         )
-        assert REFERENCE_START.format(tool="fail") in text and text.count("ERR_42") == 1
+        assert REFERENCE_START.format(tool="fail") in text and len(text) < 2_000
         (reference,) = stored_references(large)
         assert reference["is_error"] is True
-        grep = await call_memory(session, "grep_memory", reference["namespace"], pattern="ERR_42")
-        assert "3000 matching line(s) (first 50 shown)" in grep
+        grep = await call_memory(
+            session, "grep_memory", reference["artifact_namespace"], pattern="ERR_42"
+        )
+        assert grep.startswith('3000 matching line(s) for the string "ERR_42"')
 
         # the upstream writes a line that is not JSON-RPC, then answers
         garbage = await session.call_tool("garbage", {"text": "still fine"})
@@ -136,16 +141,18 @@ async def test_structured_output_stays_and_images_become_blobs_with_a_card(home)
         result = await session.call_tool("image", {"width": 256, "height": 256})
         text = text_of(result)
         assert text.startswith(REFERENCE_START.format(tool="image"))
-        assert "image (image/png, 256x256 pixels), " in text and "blob store" in text
+        assert (
+            "kind: image | " in text and "image/png, 256x256 pixels: kept in the blob store" in text
+        )
         (image,) = stored_references(result)
-        assert image["kind"] == "image" and image["mime_type"] == "image/png"
-    assert json.loads(load_text(home, weather["namespace"])) == {
+        assert image["kind"] == "image"
+    assert json.loads(load_text(home, weather["artifact_namespace"])) == {
         "city": "Oslo",
         "celsius": 21.5,
         "report": "\n".join(f"Oslo: hour {i} sunny and mild" for i in range(300)),
     }
     with TaskMemory(path=home / "qdrant") as memory:
-        (blob,) = memory.load_artifacts(image["namespace"]).value
+        (blob,) = memory.load_artifacts(image["artifact_namespace"]).value
     assert isinstance(blob, ImageArtifact) and (blob.width, blob.height) == (256, 256)
     assert len(blob.value) == image["bytes"]
 
@@ -158,14 +165,14 @@ async def test_sensitive_tools_are_stored_and_memory_tools_reach_only_their_scop
         result = await session.call_tool("echo", {"text": "acme's api key 1234"})
         assert "api key" not in text_of(result)
         (reference,) = stored_references(result)
-        namespace = reference["namespace"]
+        namespace = reference["artifact_namespace"]
         assert "api key 1234" in await call_memory(session, "read_memory", namespace)
     async with connect(proxy_command(home, "--tenant", "globex")) as session:
         missing = await call_memory(session, "read_memory", namespace)
-        assert missing.startswith(f'Unknown artifact_namespace "{namespace}"')
+        assert missing.startswith(f'Error: Unknown artifact_namespace "{namespace}"')
         assert "acme" not in missing.replace(namespace, "")
         bad = await session.call_tool("grep_memory", {"memory_name": "TaskMemory"})
-        assert bad.isError and "Invalid arguments for grep_memory" in text_of(bad)
+        assert bad.isError and text_of(bad).startswith("Error: bad arguments for grep_memory")
     assert load_text(home, namespace, Scope(tenant="acme")) == "acme's api key 1234"
 
 

@@ -20,6 +20,7 @@ READ_TOOLS = {
     "query_memory",
     "grep_memory",
     "read_memory",
+    "json_memory",
     "summarize_memory",
     "list_outputs",
     "list_sessions",
@@ -55,7 +56,7 @@ async def test_serve_reads_what_the_demo_stored(demo_home, call_memory):
         outputs = text_of(await session.call_tool("list_outputs", {}))
         assert f"- {namespace}: tool fetch_server_log" in outputs
         found = await call_memory(session, "query_memory", namespace, query="rollback requested")
-        assert "rollback" in found.lower() and found.startswith("4 passage(s)")
+        assert "rollback" in found.lower() and found.startswith("5 passage(s)")
 
         sessions = text_of(await session.call_tool("list_sessions", {}))
         assert "- offprompt-demo: 8 messages" in sessions
@@ -74,7 +75,7 @@ async def test_serve_reads_what_the_demo_stored(demo_home, call_memory):
             await session.call_tool("search_longterm", {"query": "anything"})
         )
         refused = await session.call_tool("store_output", {"tool_name": "x", "text": "y"})
-        assert refused.isError and "Unknown tool 'store_output'" in text_of(refused)
+        assert refused.isError and "unknown tool 'store_output'" in text_of(refused)
 
 
 def _scoped_home(home: Path) -> str:
@@ -107,7 +108,7 @@ async def test_a_scope_sees_nothing_outside_itself(home, call_memory):
             "No stored outputs in this scope."
         )
         missing = await call_memory(session, "read_memory", namespace)
-        assert missing.startswith(f'Unknown artifact_namespace "{namespace}"')
+        assert missing.startswith(f'Error: Unknown artifact_namespace "{namespace}"')
         assert "No conversation sessions" in text_of(await session.call_tool("list_sessions", {}))
         window = text_of(await session.call_tool("read_session", {"session_id": "s1"}))
         assert window.startswith("Unknown session 's1'")
@@ -158,4 +159,4 @@ async def test_forget_needs_a_scope_and_bad_arguments_are_named(home):
         refused = text_of(await session.call_tool("forget_scope", {"confirm": True}))
         assert refused.startswith("Refused: this server has no scope.")
         bad = await session.call_tool("read_session", {"session_id": "s1", "limit": 0})
-        assert bad.isError and "Invalid arguments for read_session (limit)" in text_of(bad)
+        assert bad.isError and "bad arguments for read_session (limit)" in text_of(bad)

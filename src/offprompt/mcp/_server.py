@@ -14,12 +14,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-import jsonschema
 from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
-from offprompt.errors import OffpromptError
 from offprompt.mcp._core import MemoryTool
 
 __all__ = ["ToolTable", "run_stdio", "text_result"]
@@ -37,8 +35,8 @@ def text_result(text: str, *, is_error: bool = False) -> types.CallToolResult:
 class ToolTable:
     """Tools served by this process itself (the memory tools, the session tools ...).
 
-    Each is listed with its JSON-schema parameters; a call is validated against them
-    first, so a model's wrong arguments come back as a short tool error.
+    A tool's own answer to a mistake (bad arguments, unknown namespace) is a tool
+    result with ``isError``; nothing is raised to the client.
     """
 
     def __init__(self, tools: Sequence[MemoryTool]) -> None:
@@ -54,22 +52,12 @@ class ToolTable:
         ]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Validate and run one call; unknown tools, bad arguments, failures are tool errors."""
+        """Run one call; an unknown tool is an error result too."""
         tool = self.tools.get(name)
         if tool is None:
-            return text_result(f"Unknown tool {name[:100]!r}.", is_error=True)
-        try:
-            jsonschema.validate(arguments, tool.parameters)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path)
-            return text_result(
-                f"Invalid arguments for {name}{f' ({where})' if where else ''}: {exc.message[:300]}",
-                is_error=True,
-            )
-        try:
-            return text_result(await tool.arun(**arguments))
-        except OffpromptError as exc:
-            return text_result(f"Error: {' '.join(str(exc).split())}"[:2000], is_error=True)
+            return text_result(f"Error: unknown tool {name[:100]!r}.", is_error=True)
+        result = await tool.acall(**arguments)
+        return text_result(result.text, is_error=result.is_error)
 
 
 class _StdinLines:

@@ -236,7 +236,7 @@ class Proxy:
             if offloaded is None or offloaded.reference is None:
                 content.append(block)
                 continue
-            references.append(offloaded.reference)
+            references.append(offloaded.reference.to_artifact())
             content.append(types.TextContent(type="text", text=offloaded.text))
         if not references:
             return result  # untouched: the client gets the upstream's bytes
