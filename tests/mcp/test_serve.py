@@ -160,3 +160,16 @@ async def test_forget_needs_a_scope_and_bad_arguments_are_named(home):
         assert refused.startswith("Refused: this server has no scope.")
         bad = await session.call_tool("read_session", {"session_id": "s1", "limit": 0})
         assert bad.isError and "bad arguments for read_session (limit)" in text_of(bad)
+
+
+def test_a_home_already_open_elsewhere_is_refused_with_what_to_do(home):
+    with TaskMemory(path=home / "qdrant"):
+        run = subprocess.run(
+            [*serve_command(home)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    assert run.returncode == 1
+    assert "is open in another process; give each" in run.stderr

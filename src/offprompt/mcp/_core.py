@@ -207,16 +207,23 @@ class CoreBinding:
 def open_task_memory(home: Path, scope: Scope | None) -> TaskMemory:
     """The task memory of an offprompt home (``HOME/qdrant``), in ``scope``'s partition.
 
+    The embedded engine is one process's at a time: a second proxy or server on the
+    same home is refused with an error that says so.
+
     Raises:
-        OffpromptError: The home is not a directory, or its memory cannot be opened
-            (e.g. another process holds the embedded engine's lock).
+        OffpromptError: The home is not a directory, or its memory cannot be opened.
     """
     if home.exists() and not home.is_dir():
         raise OffpromptError(f"home {home} is not a directory")
     home.mkdir(parents=True, exist_ok=True)
     try:
         return TaskMemory(path=home / "qdrant", scope=scope)
-    except OffpromptError:
-        raise
-    except Exception as exc:  # the embedded engine says "locked" in its own words
+    except Exception as exc:
+        if "WouldBlock" in str(exc) or "lock" in str(exc).lower():
+            raise OffpromptError(
+                f"the task memory in {home} is open in another process; give each "
+                "`offprompt mcp proxy`/`serve` its own --home"
+            ) from None
+        if isinstance(exc, OffpromptError):
+            raise
         raise OffpromptError(f"cannot open the task memory in {home}: {exc}") from None
