@@ -91,16 +91,44 @@ class _StdinLines:
             yield b"".join(pending).decode("utf-8", errors="replace")
 
 
-def _stdin() -> Any:
-    """The cancellable line reader when stdin is a pipe, the SDK's reader otherwise."""
+class _StdoutPipe:
+    """Standard output written on the event loop (the SDK's writer hops to a worker
+    thread twice a message, which dominates a pass-through call on a busy machine)."""
+
+    def __init__(self) -> None:
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def _open(self) -> asyncio.StreamWriter:
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, sys.stdout.buffer
+        )
+        self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        return self._writer
+
+    async def write(self, text: str) -> None:
+        writer = self._writer or await self._open()
+        writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        if self._writer is not None:
+            await self._writer.drain()
+
+
+def _is_pipe(stream: Any) -> bool:
     try:
-        if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode) or stat.S_ISSOCK(
-            os.fstat(sys.stdin.fileno()).st_mode
-        ):
-            return _StdinLines()
+        mode = os.fstat(stream.fileno()).st_mode
     except (OSError, ValueError):
-        pass
-    return None
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _stdio() -> tuple[Any, Any]:
+    """Event-loop readers and writers for piped stdin/stdout; ``None``: the SDK's own."""
+    return (
+        _StdinLines() if _is_pipe(sys.stdin) else None,
+        _StdoutPipe() if _is_pipe(sys.stdout) else None,
+    )
 
 
 async def run_stdio(
@@ -116,7 +144,8 @@ async def run_stdio(
     async with anyio.create_task_group() as group:
 
         async def serve() -> None:
-            async with stdio_server(stdin=_stdin()) as (read, write):
+            stdin, stdout = _stdio()
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
                 await server.run(read, write, options)
             group.cancel_scope.cancel()
 

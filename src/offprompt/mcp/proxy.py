@@ -23,6 +23,7 @@ import base64
 import binascii
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -321,8 +322,8 @@ async def run_proxy(config: ProxyConfig) -> None:
     except BaseExceptionGroup as group_error:
         raise _single(group_error) from None
     finally:
-        if opening.memory is not None:
-            await anyio.to_thread.run_sync(opening.memory.close)
+        opening.start_close()
+        await anyio.to_thread.run_sync(opening.finish_close)
     if gone:
         raise UpstreamError(f"the upstream MCP server exited: {' '.join(config.command)}")
 
@@ -335,6 +336,7 @@ class _Opening:
         self.memory: Any = None
         self.error: BaseException | None = None
         self.done = anyio.Event()
+        self._closing: threading.Thread | None = None
 
     async def run(self) -> None:
         try:
@@ -345,6 +347,16 @@ class _Opening:
             self.error = exc
         finally:
             self.done.set()
+
+    def start_close(self) -> None:
+        """Close the memory in a thread of its own (while the upstream shuts down)."""
+        if self.memory is not None and self._closing is None:
+            self._closing = threading.Thread(target=self.memory.close, name="offprompt-close")
+            self._closing.start()
+
+    def finish_close(self) -> None:
+        if self._closing is not None:
+            self._closing.join()
 
     async def binding(self) -> CoreBinding:
         await self.done.wait()
@@ -379,6 +391,7 @@ async def _serve(params: StdioServerParameters, opening: _Opening, timeout: floa
                 proxy = Proxy(_Upstream(session, gone, timeout), binding, init)
                 await run_stdio(proxy.server, until=proxy.wait_gone)
                 died = gone.is_set()
+                opening.start_close()  # no handler runs any more
             group.cancel_scope.cancel()
     except OffpromptError:
         raise
