@@ -124,6 +124,8 @@ class CoreBinding:
         """Whether a text result may go off-prompt (cheap: no storing, rarely counting)."""
         if tool_name in self.sensitive or self.min_tokens == 0:
             return bool(text.strip())
+        if len(text) < self.min_tokens:  # a token is at least one character
+            return False
         if len(text) >= self.min_tokens * _CHARS_PER_TOKEN_MAX:
             return True
         return bool(self.task_memory.tokenizer.count(text) >= self.min_tokens)
