@@ -77,3 +77,16 @@ def test_query_read_inspect_and_show_sizes(cli, home: Path, tmp_path: Path) -> N
         f"stored off-prompt: report-q3 ({size / 1024:.1f} KB, {row['tokens']:,} tokens) from FileReader.read_report"
         in shown.stdout
     )
+
+
+def test_inspect_namespace_prints_the_card(cli, home: Path, tmp_path: Path) -> None:
+    _, size = _fill_home(home, tmp_path)
+    card = cli("inspect", "report-q3")
+    assert card.returncode == 0, card.stderr
+    assert card.stdout.startswith("[stored output] kind: text")
+    assert f"{size:,} bytes" in card.stdout and "1,501 lines" in card.stdout
+    assert '1: "Section 0: quarterly figures' in card.stdout
+    stats = json.loads(cli("inspect", "report-q3", "--json").stdout)
+    assert stats["lines"] == 1501 and stats["kind"] == "text"
+    missing = cli("inspect", "nope")
+    assert missing.returncode == 1 and "unknown namespace 'nope'" in one_error_line(missing)

@@ -88,7 +88,8 @@ def test_forget_deletes_task_memory_chunks_metadata_and_blob_files(tmp_path: Pat
     assert b"BOB-MARKER-7f3a" in blob_bytes()
     report = forget(Scope(user="bob"), task_memory=list(memories.values()))
     bob_result = report.results[0]
-    assert bob_result.deleted["points"] > 0 and bob_result.deleted["blobs"] == 1
+    # Two blobs since issue 13: the text output's raw text, and the blob artifact.
+    assert bob_result.deleted["points"] > 0 and bob_result.deleted["blobs"] == 2
     assert b"BOB-MARKER-7f3a" not in blob_bytes()
     assert b"ALICE-MARKER-9c1d" in blob_bytes()
     for marker, memory in memories.items():

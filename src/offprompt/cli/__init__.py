@@ -2,7 +2,7 @@
 
 Commands (``offprompt COMMAND --help`` for each)::
 
-    offprompt inspect                          sessions, task-memory namespaces
+    offprompt inspect [NAMESPACE]              sessions, task-memory namespaces (or one's card)
     offprompt show SESSION [--html FILE]       a session as a timeline or an HTML page
     offprompt query NAMESPACE TEXT [--top N]   search a stored tool output
     offprompt read NAMESPACE [--page N]        page through a stored tool output
@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser(
         "inspect", parents=[common], help="sessions and task-memory namespaces in the home"
+    )
+    p.add_argument(
+        "namespace", nargs="?", help="one task-memory namespace: print its card (describe)"
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=cmd_inspect.run)

@@ -116,8 +116,24 @@ def _namespaces(ctx: Context) -> Section | None:
 SECTIONS: list[Callable[[Context], Section | None]] = [_sessions, _namespaces]
 
 
+def _card(ctx: Context, namespace: str, as_json: bool) -> int:
+    """``offprompt inspect NAMESPACE``: the namespace's card, as the model sees it."""
+    from offprompt.cli.cmd_task import check_namespace
+
+    with ctx.task_memory() as memory:
+        check_namespace(ctx, memory, namespace)
+        if as_json:
+            stats = memory.stats(namespace).model_dump()
+            print(json.dumps(stats, ensure_ascii=False, indent=2), file=ctx.out.file)
+        else:
+            ctx.out.print(memory.describe(namespace, max_tokens=2000), markup=False)
+    return 0
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     ctx.check_home()
+    if getattr(args, "namespace", None):
+        return _card(ctx, args.namespace, bool(args.json))
     sections = [s for s in (section(ctx) for section in SECTIONS) if s is not None]
     if args.json:
         document: dict[str, Any] = {"home": str(ctx.home)}

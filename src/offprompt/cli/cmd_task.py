@@ -13,7 +13,7 @@ from offprompt.cli._common import Context
 from offprompt.errors import NotFoundError
 from offprompt.render.references import NamespaceInfo
 
-__all__ = ["namespace_infos", "run_query", "run_read"]
+__all__ = ["check_namespace", "namespace_infos", "run_query", "run_read"]
 
 
 def namespace_infos(ctx: Context, names: Iterable[str]) -> dict[str, NamespaceInfo]:
@@ -31,7 +31,7 @@ def namespace_infos(ctx: Context, names: Iterable[str]) -> dict[str, NamespaceIn
         }
 
 
-def _check_namespace(ctx: Context, memory: Any, namespace: str) -> None:
+def check_namespace(ctx: Context, memory: Any, namespace: str) -> None:
     if memory is None:
         raise NotFoundError(
             f"unknown namespace {namespace!r}: no task memory at {ctx.task_memory_path}",
@@ -67,7 +67,7 @@ def _describe(item: Any) -> tuple[str, dict[str, Any]]:
 
 def run_query(args: argparse.Namespace, ctx: Context) -> int:
     with ctx.task_memory() as memory:
-        _check_namespace(ctx, memory, args.namespace)
+        check_namespace(ctx, memory, args.namespace)
         results = _items(memory.query(args.namespace, args.text, top_n=args.top))
     if not results:
         ctx.out.print(f"no match for {args.text!r} in {args.namespace!r}", markup=False)
@@ -90,7 +90,7 @@ def run_query(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_read(args: argparse.Namespace, ctx: Context) -> int:
     with ctx.task_memory() as memory:
-        _check_namespace(ctx, memory, args.namespace)
+        check_namespace(ctx, memory, args.namespace)
         options = {"page": args.page}
         if args.page_tokens is not None:
             options["page_tokens"] = args.page_tokens

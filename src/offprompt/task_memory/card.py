@@ -13,6 +13,7 @@ either (its quotes come out as ``\\"``, and it never starts a line).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -27,6 +28,8 @@ LINE_PREVIEW_CHARS = 160
 #: Lines kept at each end of the output for the card.
 PREVIEW_LINES = 3
 _CARD_PREFIX = "[stored output]"
+_SNIFF_CHARS = 8192
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 
 
 class OutputStats(BaseModel):
@@ -82,9 +85,10 @@ def sniff_kind(sample: str) -> Kind:
     means JSON; a few lines with the same number (at least one) of commas or tabs mean
     CSV; anything else is text.
     """
+    sample = sample[:_SNIFF_CHARS]
     if not sample.strip():
         return "text"
-    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\n\r\t\f\v")
+    controls = len(_CONTROLS.findall(sample))
     if "\x00" in sample or "\ufffd" in sample or controls > len(sample) // 20:
         return "binary"
     if sample.lstrip()[:1] in ("{", "["):
@@ -104,10 +108,10 @@ def _quote(line: str) -> str:
 
 
 def cut_line(line: str, limit: int = LINE_PREVIEW_CHARS) -> str:
-    """``line`` cut to ``limit`` characters, with the cut marked."""
-    if len(line) <= limit:
+    """``line`` cut to ``limit`` characters, the cut marked with ``…``."""
+    if len(line) <= limit or (len(line) == limit + 1 and line.endswith("…")):
         return line
-    return f"{line[:limit]}… (+{len(line) - limit:,} chars)"
+    return f"{line[:limit]}…"
 
 
 def _count(value: int, estimated: bool) -> str:

@@ -62,6 +62,7 @@ ERROR_LINE_CHARS = 200
 """Characters of a stored error's first line that the model sees."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_NON_SPACE = re.compile(r"\S")
 _STEM_CHARS = 64
 _CALL_ID_CHARS = 32
 
@@ -139,15 +140,25 @@ def bound_text(text: str, max_tokens: int, tokenizer: Any, hint: str = "") -> st
     """``text`` cut to at most ``max_tokens`` tokens, the cut said in a last line.
 
     ``tokenizer`` has ``encode``, ``decode`` and ``count`` (a ``TiktokenTokenizer``).
-
-    The note is counted in the bound, so the result never exceeds ``max_tokens``.
+    The note is counted in the bound (a shorter note when the bound is tiny), and the
+    result is re-counted, so it never exceeds ``max_tokens``.
     """
     tokens = tokenizer.encode(text)
     if len(tokens) <= max_tokens:
         return text
-    note = f"\n[... cut: {len(tokens)} tokens in all, {max_tokens} shown{hint}]"
-    keep = max(0, max_tokens - tokenizer.count(note) - 1)
-    return str(tokenizer.decode(tokens[:keep])) + note
+    for note in (f"\n[... cut: {len(tokens):,} tokens in all{hint}]", "\n[... cut]", ""):
+        room = max_tokens - tokenizer.count(note)
+        if note and room < max_tokens // 2:
+            continue  # the note would crowd out the text
+        keep = room
+        while keep >= 0:
+            # A cut inside a character decodes to a replacement that may count more.
+            out = str(tokenizer.decode(tokens[:keep])).rstrip("\ufffd") + note
+            over = tokenizer.count(out) - max_tokens
+            if over <= 0:
+                return out
+            keep -= over
+    return ""
 
 
 def _check_int(label: str, value: Any, low: int) -> int:
@@ -256,7 +267,7 @@ class OffloadPolicy:
         if not isinstance(output, str):
             raise ValidationError(f"output must be a str, got {type(output).__name__}")
         secret = self.sensitive if sensitive is None else bool(sensitive)
-        if not output.strip():
+        if not output or output.isspace():  # isspace stops at the first other character
             return Offloaded(output, None)
         memory = self.task_memory
         namespace = self.namespace_for(tool_name, call_id)
@@ -332,7 +343,10 @@ class OffloadPolicy:
 
     @staticmethod
     def _error_text(output: str, reference: StoredReference, reference_text: str) -> str:
-        first = output.strip().split("\n", 1)[0].rstrip("\r")
+        found = _NON_SPACE.search(output)
+        start = found.start() if found else 0
+        end = output.find("\n", start, start + ERROR_LINE_CHARS + 1)
+        first = output[start : end if end >= 0 else start + ERROR_LINE_CHARS + 1].rstrip()
         if len(first) > ERROR_LINE_CHARS:
             first = first[:ERROR_LINE_CHARS] + "…"
         # Quoted as JSON: an error line cannot pass for a reference sentence.

@@ -89,7 +89,7 @@ _META_KEY = "task_memory"
 # larger ones get estimates (marked) until the background job has run.
 _EXACT_AT_ONCE_BYTES = 256 * 1024
 _PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
-_SAMPLE_BYTES = 64 * 1024
+_SAMPLE_BYTES = 16 * 1024
 _VIEWS_CACHED = 4
 _PAGES_JOB = "\x00pages"  # suffix of the follow-up job key (not a valid namespace char)
 
@@ -376,6 +376,7 @@ class TaskMemory:
                 and storage.raw_store is not None
             )
             generations: list[str] = []
+            fresh: dict[str, bytes] = {}
             seq = sum(int(e["chunks"]) for e in meta["artifacts"])
             entries = []
             try:
@@ -385,7 +386,7 @@ class TaskMemory:
                     generations.append(generation)
                     if raw:
                         assert isinstance(storage, TextArtifactStorage)
-                        entry, _ = storage.write_raw(
+                        entry, fresh[generation] = storage.write_raw(
                             namespace, item, generation=generation, tenant=self.tenant
                         )
                     else:
@@ -414,7 +415,7 @@ class TaskMemory:
             if context is not None:
                 meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
             self._totals(meta)
-            meta["stats"] = self._fresh_stats(namespace, meta, items)
+            meta["stats"] = self._fresh_stats(namespace, meta, items, fresh)
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
             emit_safely(
@@ -429,6 +430,9 @@ class TaskMemory:
             )
         if any(not e.get("indexed", True) for e in entries):
             self._schedule(namespace)
+        elif self.index_mode == "sync" and storage.kind == "text":
+            self._pages_job(namespace)  # exact page count (and JSON check) before returning
+            meta = self._meta(namespace) or meta
         if self.retention is not None and self.retention.on_write:
             self.prune(keep=namespace)
         return self._public_meta(namespace, meta)
@@ -456,7 +460,7 @@ class TaskMemory:
             return ErrorArtifact(
                 value=f"tool output must be an artifact, got {type(artifact).__name__}"
             )
-        if not artifact or (isinstance(artifact, ListArtifact) and not any(artifact.value)):
+        if _is_empty(artifact):
             return InfoArtifact(value=EMPTY_OUTPUT)
         threshold = self.min_tokens if min_tokens is None else min_tokens
         if not sensitive and threshold > 0 and isinstance(artifact, TextArtifact):
@@ -650,9 +654,11 @@ class TaskMemory:
         """
         if namespace is not None:
             validate_namespace(namespace)
+        if self._closed:
+            return False
         indexer = self._indexer
         if indexer is None:
-            return not self._closed or self._all_indexed(namespace)
+            return self._all_indexed(namespace)
         if namespace is None:
             done = indexer.wait(None, timeout)
         else:
@@ -671,17 +677,30 @@ class TaskMemory:
 
     # ------------------------------------------------------------ stats, views
 
-    def _entry_bytes(self, namespace: str, entries: Sequence[Mapping[str, Any]]) -> bytes:
+    def _entry_bytes(
+        self,
+        namespace: str,
+        entries: Sequence[Mapping[str, Any]],
+        fresh: Mapping[str, bytes] | None = None,
+    ) -> bytes:
         storage = self._text_storage()
         parts: list[bytes] = []
         for entry in entries:
-            data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
+            data = (fresh or {}).get(entry["generation"])
+            if data is None:
+                data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
             parts.append(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def _view(self, namespace: str, meta: Mapping[str, Any]) -> TextView:
+    def _view(
+        self,
+        namespace: str,
+        meta: Mapping[str, Any],
+        fresh: Mapping[str, bytes] | None = None,
+    ) -> TextView:
         """The namespace's text (its artifacts' texts concatenated, as :meth:`read` pages
-        join back), cached for the last few namespaces read."""
+        join back), cached for the last few namespaces read. ``fresh``: bytes just
+        written, by generation (not read back from the blob store)."""
         entries = meta["artifacts"]
         key = (namespace, tuple((e["generation"], e["id"], e.get("first_seq")) for e in entries))
         with self._views_lock:
@@ -689,7 +708,7 @@ class TaskMemory:
             if view is not None:
                 self._views.move_to_end(key)
                 return view
-        view = TextView(self._entry_bytes(namespace, entries))
+        view = TextView(self._entry_bytes(namespace, entries, fresh))
         with self._views_lock:
             self._views[key] = view
             while len(self._views) > _VIEWS_CACHED:
@@ -734,7 +753,11 @@ class TaskMemory:
         return None if view.parsed[0] == "" else view.parsed
 
     def _fresh_stats(
-        self, namespace: str, meta: dict[str, Any], items: Sequence[BaseArtifact]
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        items: Sequence[BaseArtifact],
+        fresh: Mapping[str, bytes] | None = None,
     ) -> dict[str, Any]:
         """The card's stats right after a write: exact for small outputs, estimated
         (tokens, pages; JSON unconfirmed) for large ones until the background job ran."""
@@ -750,7 +773,7 @@ class TaskMemory:
                 tools=tools_for(kind),
                 artifacts=len(entries),
             ).model_dump()
-        view = self._view(namespace, meta)
+        view = self._view(namespace, meta, fresh)
         data = view.data
         sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
         if indexed:
@@ -982,8 +1005,11 @@ class TaskMemory:
 
         Reaches the whole collection and blob stores of this memory, not only its own
         scope (it is an administrative call; :func:`offprompt.forget.forget` uses it).
-        Returns ``{"points": n, "blobs": m}``.
+        Returns ``{"points": n, "blobs": m}`` (a text output's raw text is a blob too).
+        Pending indexing finishes first, so no chunk is written after the deletion.
         """
+        if self._indexer is not None:
+            self._indexer.wait()
         points = self.vector_store.forget_scope(scope, all=all)
         blobs = 0
         seen: set[int] = set()
@@ -1308,6 +1334,16 @@ class TaskMemory:
     ) -> bool:
         """Async twin of :meth:`wait_indexed` (waits in a worker thread)."""
         return await asyncio.to_thread(self.wait_indexed, namespace, timeout)
+
+
+def _is_empty(artifact: BaseArtifact) -> bool:
+    """Empty or whitespace-only output (``isspace`` stops at the first other character,
+    where ``bool(TextArtifact)`` would copy a 50 MB value to strip it)."""
+    if isinstance(artifact, TextArtifact):
+        return not artifact.value or artifact.value.isspace()
+    if isinstance(artifact, ListArtifact):
+        return not artifact.value or all(_is_empty(item) for item in artifact.value)
+    return not artifact
 
 
 def _check_storages(storages: Mapping[type[BaseArtifact], ArtifactStorage]) -> None:

@@ -159,7 +159,7 @@ class TextView:
         text = _decode(piece)
         cut = end - start > len(piece)
         if len(text) > LINE_PREVIEW_CHARS or cut:
-            return text[:LINE_PREVIEW_CHARS] + f"… ({end - start:,} bytes)"
+            return text[:LINE_PREVIEW_CHARS] + "…"
         return text
 
     def head(self, n: int) -> list[tuple[int, str]]:

@@ -201,7 +201,7 @@ class OffpromptTool(BaseTool):
 
     def _error_text(self, exc: Exception) -> str:
         if isinstance(exc, ToolException) and self.handle_tool_error:
-            return _handle_tool_error(exc, flag=self.handle_tool_error)
+            return content_text(_handle_tool_error(exc, flag=self.handle_tool_error))
         return str(exc)
 
     def _stored_error(self, exc: Exception, stored: Offloaded, tool_call_id: str | None) -> Any:

@@ -1,0 +1,260 @@
+"""One offload policy and one set of memory tools, seen through LangChain and LlamaIndex.
+
+* The same tool wrapped by ``offprompt_langchain.offprompt_tool`` and by
+  ``offprompt_llamaindex.offprompt_tool`` gives the same reference text and the same
+  ``StoredReference`` (outputs and errors).
+* ``task_memory_tools()``, ``TaskMemoryToolSpec`` and ``OffpromptMiddleware`` expose the
+  same five tools: names, argument names, descriptions and answers.
+* A real ``create_agent`` run and a real ``FunctionAgent`` run, with a scripted model
+  that reads the card and picks ``json_memory``, ``grep_memory`` or ``query_memory``
+  from it, get the answers without the outputs ever reaching the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import offprompt_langchain
+import offprompt_llamaindex
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import ToolException
+from langchain_core.tools import tool as langchain_tool
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.llms import ChatMessage
+from offprompt_langchain import OffpromptMiddleware, task_memory_tools
+from offprompt_langchain.testing import ScriptedChatModel
+from offprompt_langchain.testing import tool_call as lc_tool_call
+from offprompt_llamaindex import TaskMemoryToolSpec
+
+from offprompt.artifacts import TextArtifact
+from offprompt.render.references import REFERENCE_PATTERN
+from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import OffloadPolicy, StoredReference
+from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
+
+sys.path.insert(0, str(Path(__file__).parent))
+from li_scripted import ScriptedFunctionLLM, text_of
+from li_scripted import tool_call as li_tool_call
+
+NEEDLE = "trace=0badc0de"
+_LINES = [
+    f"2026-11-30 03:{i // 60 % 60:02d}:{i % 60:02d} INFO GET /api/{i % 13} 200 trace={i * 7919:08x}\n"
+    for i in range(6000)
+]
+_LINES[3100] = f"2026-11-30 03:51:40 {NEEDLE} ERROR upstream timeout after 30s\n"
+LOGS = "".join(_LINES)
+JOBS = json.dumps(
+    {"jobs": [{"id": f"j{i}", "status": "failed" if i % 8 == 0 else "done"} for i in range(2000)]}
+)
+REPORT = (
+    "".join(
+        f"Paragraph {i}: the weekly metrics were within their usual range. " for i in range(900)
+    )
+    + "Root cause of the outage: a misconfigured load balancer dropped health checks. "
+    + "".join(f"Appendix {i}: capacity figures for rack {i}. " for i in range(300))
+)
+QUESTIONS = {  # what the user wants from each tool's output
+    "fetch_logs": NEEDLE,
+    "list_jobs": "how many jobs failed",
+    "fetch_report": "root cause of the outage",
+}
+ARGS = {
+    "fetch_logs": {"night": "mon"},
+    "list_jobs": {"queue": "q"},
+    "fetch_report": {"week": "w48"},
+}
+ORDER = list(ARGS)
+ANSWER_MARKS = ("upstream timeout", "250", "load balancer")
+
+
+def fetch_logs(night: str) -> str:
+    """Fetch the access log of one night."""
+    return LOGS
+
+
+def list_jobs(queue: str) -> str:
+    """List every job of a queue as JSON."""
+    return JOBS
+
+
+def fetch_report(week: str) -> str:
+    """Fetch the incident report of a week."""
+    return REPORT
+
+
+def choose(reference: str, question: str) -> tuple[str, dict[str, Any]]:
+    """What the scripted model does with a reference: read the card, pick a memory tool."""
+    found = REFERENCE_PATTERN.search(reference)
+    assert found, f"no reference in {reference[:200]!r}"
+    target = {"memory_name": found["memory"], "artifact_namespace": found["namespace"]}
+    kind = re.search(r"kind: (\w+)", reference)
+    assert kind, f"the card says no kind: {reference!r}"
+    tools = re.search(r"tools: (.+)", reference)
+    assert tools, f"the card names no tools: {reference!r}"
+    if kind[1] in ("json", "ndjson") and "json_memory" in tools[1]:
+        return "json_memory", {**target, "expression": "length(jobs[?status=='failed'])"}
+    if re.fullmatch(r"[\w=.-]*\d[\w=.-]*", question):  # an id, a code: exact search
+        return "grep_memory", {**target, "pattern": question}
+    return "query_memory", {**target, "query": question, "top_n": 2}
+
+
+# -- 1. one policy -----------------------------------------------------------------------
+
+
+def _without_namespace(text: str, reference: StoredReference) -> tuple[str, dict[str, Any]]:
+    return (
+        text.replace(reference.namespace, "<ns>"),
+        reference.model_copy(update={"namespace": "<ns>"}).to_artifact(),
+    )
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_same_tool_same_reference_in_both_frameworks(
+    fail: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = TaskMemory(index="sync")
+    # Random namespaces differ in token count, and the card fits what the sentence leaves
+    # of the 300 tokens: give both calls namespaces of one shape to compare the texts.
+    names = iter(["fetch_logs-ns-1", "fetch_logs-ns-2"])
+    monkeypatch.setattr(OffloadPolicy, "namespace_for", staticmethod(lambda *a, **k: next(names)))
+
+    def fetch_logs(night: str) -> str:
+        """Fetch the access log of one night."""
+        if fail:
+            raise ToolException(LOGS)
+        return LOGS
+
+    lc = offprompt_langchain.offprompt_tool(
+        langchain_tool(fetch_logs).model_copy(update={"handle_tool_error": True}),
+        memory,
+        min_tokens=500,
+    )
+    lc_message = lc.invoke(
+        {"type": "tool_call", "id": "c1", "name": "fetch_logs", "args": {"night": "mon"}}
+    )
+    li = offprompt_llamaindex.offprompt_tool(fetch_logs, memory, min_tokens=500)
+    li_output = li.call(night="mon")
+    lc_ref = StoredReference.from_artifact(lc_message.artifact)
+    li_ref = StoredReference.from_artifact(li_output.raw_output)
+    assert lc_ref is not None and li_ref is not None and lc_ref.namespace != li_ref.namespace
+    assert lc_ref.is_error is li_ref.is_error is fail
+    assert (lc_message.status == "error") is li_output.is_error is fail
+    assert _without_namespace(str(lc_message.content), lc_ref) == _without_namespace(
+        li_output.content, li_ref
+    )
+    for ref in (lc_ref, li_ref):
+        assert memory.load_artifacts(ref.namespace).value[0].value == LOGS
+
+
+def test_the_same_memory_tools_in_every_adapter() -> None:
+    memory = TaskMemory(index="sync")
+    memory.process_output("fetch_logs", "call", TextArtifact(LOGS, name="logs-1"))
+    langchain = task_memory_tools(memory)
+    middleware = OffpromptMiddleware(memory).tools
+    llamaindex = TaskMemoryToolSpec(memory).to_tool_list()
+    assert [t.name for t in langchain] == [t.name for t in middleware] == list(MEMORY_TOOL_NAMES)
+    assert [t.metadata.name for t in llamaindex] == list(MEMORY_TOOL_NAMES)
+    for lc, mw, li in zip(langchain, middleware, llamaindex, strict=True):
+        assert lc.description == mw.description == li.metadata.description
+        li_props = li.metadata.get_parameters_dict()["properties"]
+        assert list(lc.args) == list(mw.args) == list(li_props)
+        for name, prop in lc.args.items():
+            assert prop["description"] == li_props[name]["description"]
+    calls: list[tuple[int, dict[str, Any]]] = [
+        (1, {"artifact_namespace": "logs-1", "pattern": NEEDLE, "context": 1}),
+        (2, {"artifact_namespace": "logs-1", "start_line": 10, "end_line": 12}),
+        (3, {"artifact_namespace": "logs-1"}),  # not JSON: an error
+        (1, {"artifact_namespace": "other-conversation", "pattern": "x"}),  # unknown
+    ]
+    for index, args in calls:
+        lc_text = langchain[index].invoke(
+            {"type": "tool_call", "id": "c", "name": langchain[index].name, "args": args}
+        )
+        li_out = llamaindex[index].call(**args)
+        assert lc_text.content == li_out.content
+        assert (lc_text.status == "error") is li_out.is_error
+
+
+# -- 2. real agents that read the card ---------------------------------------------------
+
+
+def _marks_found(text: str) -> list[str]:
+    return [mark for mark in ANSWER_MARKS if mark in text]
+
+
+def test_create_agent_reads_the_card_and_picks_its_tool() -> None:
+    memory = TaskMemory()  # background indexing: query_memory waits for it
+    answers: list[str] = []
+
+    def step(messages: list[BaseMessage]) -> Any:
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and last.name in QUESTIONS:
+            name, args = choose(str(last.content), QUESTIONS[last.name])
+            return lc_tool_call(name, args)
+        if isinstance(last, ToolMessage):
+            answers.append(str(last.content))
+        if len(answers) < len(ORDER):
+            return lc_tool_call(ORDER[len(answers)], ARGS[ORDER[len(answers)]])
+        return "Done: " + " | ".join(_marks_found("\n".join(answers)))
+
+    model = ScriptedChatModel(script=[step] * 8)
+    tools = [
+        langchain_tool(fetch_logs),
+        langchain_tool(list_jobs),
+        langchain_tool(fetch_report),
+    ]
+    agent = create_agent(model, tools, middleware=[OffpromptMiddleware(memory, min_tokens=500)])
+    state = agent.invoke({"messages": [HumanMessage("Investigate last night.")]})
+    assert state["messages"][-1].content == "Done: upstream timeout | 250 | load balancer"
+    called = [c["name"] for m in state["messages"] for c in getattr(m, "tool_calls", [])]
+    assert called == [
+        "fetch_logs", "grep_memory", "list_jobs", "json_memory", "fetch_report", "query_memory",
+    ]  # fmt: skip
+    for call in model.calls:  # no output ever reached the model, only references and answers
+        assert all(len(str(m.content)) < 8_000 for m in call)
+    assert memory.wait_indexed(timeout=60)
+
+
+async def test_function_agent_reads_the_card_and_picks_its_tool() -> None:
+    memory = TaskMemory()
+    answers: list[str] = []
+    pending: list[str] = []
+
+    def step(messages: list[ChatMessage]) -> Any:
+        last = messages[-1]
+        if last.role.value == "tool" and pending:
+            name, args = choose(last.content or "", QUESTIONS[pending.pop()])
+            return li_tool_call(name, f"m{len(answers)}", **args)
+        if last.role.value == "tool":
+            answers.append(last.content or "")
+        if len(answers) < len(ORDER):
+            name = ORDER[len(answers)]
+            pending.append(name)
+            return li_tool_call(name, f"t{len(answers)}", **ARGS[name])
+        return "Done: " + " | ".join(_marks_found("\n".join(answers)))
+
+    llm = ScriptedFunctionLLM(script=[step] * 8)
+    tools = [
+        offprompt_llamaindex.offprompt_tool(fetch_logs, memory, min_tokens=500),
+        offprompt_llamaindex.offprompt_tool(list_jobs, memory, min_tokens=500),
+        offprompt_llamaindex.offprompt_tool(fetch_report, memory, min_tokens=500),
+        *TaskMemoryToolSpec(memory).to_tool_list(),
+    ]
+    agent = FunctionAgent(tools=tools, llm=llm)
+    result = await agent.run("Investigate last night.")
+    assert str(result) == "Done: upstream timeout | 250 | load balancer"
+    seen_tools = [
+        b.tool_name for call in llm.calls for m in call for b in m.blocks if hasattr(b, "tool_name")
+    ]
+    assert [t for i, t in enumerate(seen_tools) if t not in seen_tools[:i]] == [
+        "fetch_logs", "grep_memory", "list_jobs", "json_memory", "fetch_report", "query_memory",
+    ]  # fmt: skip
+    for call in llm.calls:
+        assert len(text_of(call)) < 20_000 and LOGS[:2000] not in text_of(call)
+    assert memory.wait_indexed(timeout=60)

@@ -1,0 +1,160 @@
+"""Issue 13 item 5 (the reference comes back at once, indexing in the background, crash
+recovery) and issue 15 items 7 and 8 (storages checked at construction; the subtask
+entry's answer filled in with the reference)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from offprompt.artifacts import InfoArtifact, TextArtifact
+from offprompt.errors import ValidationError
+from offprompt.task_memory import (
+    ActionSubtaskMetaEntry,
+    BlobArtifactStorage,
+    InMemoryBlobStore,
+    TaskMemory,
+)
+from offprompt.vectors import QdrantVectorStore
+
+NEEDLE = "CRIT vault-9 rejected the rotation key K-77421 (expired)\n"
+
+
+def _logs(n: int) -> str:
+    return "".join(f"2026-03-14 INFO api[pod-{i % 97}] GET /items/{i} 200\n" for i in range(n))
+
+
+def test_reads_work_before_indexing_and_query_waits_for_it() -> None:
+    with TaskMemory() as memory:
+        text = _logs(20_000) + NEEDLE
+        info = memory.process_output("logs", "call", TextArtifact(text, name="bg"))
+        assert isinstance(info, InfoArtifact)
+        # Raw-text reads answer whatever the index is doing.
+        assert memory.grep("bg", "K-77421", regex=False).matches[0].line_number == 20_001
+        assert memory.load_artifacts("bg").value[0].value == text
+        hits = memory.query("bg", "vault-9 rotation key rejected", top_n=3)  # waits
+        assert any("K-77421" in h.value for h in hits.value)
+        assert memory.wait_indexed("bg", timeout=60) and memory.stats("bg").indexed
+        meta = memory.namespace_metadata("bg")
+        assert memory.vector_store.count("bg") == meta["chunks"] > 0
+
+
+def test_sync_and_background_build_the_same_index() -> None:
+    text = _logs(3000) + NEEDLE
+    counts = []
+    for mode in ("sync", "background"):
+        with TaskMemory(index=mode) as memory:  # type: ignore[arg-type]
+            info = memory.process_output("logs", "call", TextArtifact(text, name="n"))
+            if mode == "sync":
+                assert info.meta["stats"]["indexed"] and not info.meta["stats"]["tokens_estimated"]
+            assert memory.wait_indexed(timeout=60)
+            meta = memory.namespace_metadata("n")
+            counts.append((meta["chunks"], meta["tokens"], meta["pages"]))
+    assert counts[0] == counts[1]
+
+
+def test_same_code_on_the_client_engine() -> None:
+    # qdrant-client's local mode: the code path of url= (ClientBackend).
+    store = QdrantVectorStore(engine="client")
+    with TaskMemory(vector_store=store) as memory:
+        memory.process_output("logs", "call", TextArtifact(_logs(2000) + NEEDLE, name="c"))
+        assert memory.grep("c", "K-77421").total_matches == 1
+        assert "K-77421" in memory.query("c", "rotation key rejected", top_n=1)[0].value
+        assert memory.wait_indexed("c", timeout=60)
+    store.close()
+
+
+def test_close_stops_cleanly_and_reopen_finishes_the_index(tmp_path: Path) -> None:
+    text = _logs(60_000) + NEEDLE
+    memory = TaskMemory(path=tmp_path / "tm")
+    memory.process_output("logs", "call", TextArtifact(text, name="c"))
+    started = time.perf_counter()
+    memory.close()  # mid-index: stops at the next batch
+    assert time.perf_counter() - started < 10
+    assert memory.wait_indexed("c", timeout=1) is False
+    memory.close()  # twice is harmless
+    with TaskMemory(path=tmp_path / "tm") as again:
+        assert again.load_artifacts("c").value[0].value == text
+        assert again.wait_indexed("c", timeout=120)
+        meta = again.namespace_metadata("c")
+        assert again.vector_store.count("c") == meta["chunks"]
+        assert "K-77421" in again.query("c", "vault-9 rotation key", top_n=3).to_text()
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from offprompt.artifacts import TextArtifact
+    from offprompt.task_memory import TaskMemory
+
+    lines = [f"2026-03-14 INFO api GET /items/{i} 200\\n" for i in range(150_000)]
+    lines.insert(140_000, NEEDLE_REPR)
+    memory = TaskMemory(path=sys.argv[1])
+    memory.process_output("logs", "call", TextArtifact("".join(lines), name="killed"))
+    print("stored", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_index_then_reopen_loads_byte_identical_and_finishes(tmp_path: Path) -> None:
+    root = tmp_path / "tm"
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD.replace("NEEDLE_REPR", repr(NEEDLE)), encoding="utf-8")
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(root)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "stored"
+        time.sleep(0.5)  # some chunks are in, the index is not finished
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+    expected = "".join(
+        [f"2026-03-14 INFO api GET /items/{i} 200\n" for i in range(140_000)]
+        + [NEEDLE]
+        + [f"2026-03-14 INFO api GET /items/{i} 200\n" for i in range(140_000, 150_000)]
+    )
+    # What the crash left: committed raw text, the artifact still marked unindexed.
+    with QdrantVectorStore(path=str(root / "vectors")) as raw:
+        meta = raw.get_metadata("killed", "task_memory")
+        assert meta is not None and meta["artifacts"][0]["indexed"] is False
+    with TaskMemory(path=root) as memory:
+        assert memory.load_artifacts("killed").value[0].value == expected
+        assert memory.grep("killed", "K-77421").matches[0].line_number == 140_001
+        assert memory.wait_indexed("killed", timeout=240)
+        meta = memory.namespace_metadata("killed")
+        assert meta["stats"]["indexed"] and memory.vector_store.count("killed") == meta["chunks"]
+        assert "K-77421" in memory.query("killed", "vault-9 rotation key", top_n=3).to_text()
+
+
+# ----------------------------------------------------------- issue 15 items 7, 8
+
+
+def test_a_storage_that_cannot_store_its_key_is_refused_at_construction() -> None:
+    with pytest.raises(ValidationError, match="BlobArtifactStorage stores BlobArtifact"):
+        TaskMemory(storages={TextArtifact: BlobArtifactStorage(InMemoryBlobStore())})
+    with pytest.raises(ValidationError, match="artifact classes"):
+        TaskMemory(storages={str: BlobArtifactStorage(InMemoryBlobStore())})  # type: ignore[dict-item]
+
+
+def test_the_subtask_entry_answer_is_filled_with_the_reference() -> None:
+    with TaskMemory(preview=False) as memory:
+        entry = ActionSubtaskMetaEntry(thought="need the logs", actions="fetch()")
+        info = memory.process_output(
+            "logs", "call", TextArtifact(_logs(10), name="s"), context=entry
+        )
+        assert entry.answer == info.value
+        assert memory.meta_memory.entries[-1].answer == info.value
+        assert memory.namespace_metadata("s")["subtasks"][0]["answer"] == info.value
+        own = ActionSubtaskMetaEntry(thought="t", actions="a", answer="kept")
+        memory.process_output("logs", "call", TextArtifact(_logs(10), name="s2"), context=own)
+        assert own.answer == "kept" and memory.meta_memory.entries[-1].answer == "kept"

@@ -1,0 +1,261 @@
+"""The memory tools defined once in the core: answers, bounds, errors, isolation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from offprompt.artifacts import BlobArtifact, JsonArtifact, TextArtifact
+from offprompt.errors import ValidationError
+from offprompt.scope import Scope
+from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.tools import MEMORY_TOOL_NAMES, MemoryToolSpec, memory_tool_specs
+from offprompt.vectors import QdrantVectorStore
+
+LOGS = "".join(
+    f"2026-11-30 10:{i // 60 % 60:02d}:{i % 60:02d} INFO req={i} ok trace={i * 7919:08x}\n"
+    for i in range(3000)
+).replace("req=1234 ok", "req=1234 FAILED code=E-4711")
+JOBS = {
+    "items": [
+        {"id": i, "status": "failed" if i % 9 == 0 else "ok", "owner": {"name": f"u{i}"}}
+        for i in range(900)
+    ],
+    "next": None,
+}
+BOUND = 300
+
+
+@pytest.fixture(scope="module")
+def memory() -> TaskMemory:
+    memory = TaskMemory(index="sync")
+    memory.process_output("logs", "call", TextArtifact(LOGS, name="logs-1"))
+    memory.process_output("jobs", "call", JsonArtifact(JOBS, name="jobs-1"))
+    memory.process_output("pic", "call", BlobArtifact(b"\x89PNG\x00\x01", name="blob-1"))
+    return memory
+
+
+@pytest.fixture(scope="module")
+def tools(memory: TaskMemory) -> dict[str, MemoryToolSpec]:
+    return {s.name: s for s in memory_tool_specs(memory, max_output_tokens=BOUND)}
+
+
+def run(tools: dict[str, MemoryToolSpec], name: str, **arguments: Any) -> str:
+    result = tools[name].call(**arguments)
+    assert not result.is_error, result.text
+    return result.text
+
+
+def error(tools: dict[str, MemoryToolSpec], name: str, **arguments: Any) -> str:
+    result = tools[name].call(**arguments)
+    assert result.is_error and result.text.startswith("Error: "), result.text
+    return result.text
+
+
+def test_the_five_tools_and_their_schemas(tools: dict[str, MemoryToolSpec]) -> None:
+    assert tuple(tools) == MEMORY_TOOL_NAMES
+    for spec in tools.values():
+        props = spec.parameters["properties"]
+        assert list(props)[:2] == ["memory_name", "artifact_namespace"]
+        assert spec.parameters["required"][0] == "artifact_namespace"
+        assert all(p.get("description") for p in props.values())
+        assert "artifact_namespace" in spec.description
+    assert tools["grep_memory"].parameters["required"] == ["artifact_namespace", "pattern"]
+    assert json.dumps(tools["json_memory"].parameters)  # a plain JSON schema
+
+
+def test_grep_finds_exact_strings_with_line_numbers(tools: dict[str, MemoryToolSpec]) -> None:
+    found = run(tools, "grep_memory", artifact_namespace="logs-1", pattern="E-4711", context=1)
+    lines = found.split("\n")
+    assert lines[0] == '1 matching line(s) for the string "E-4711" in artifact_namespace "logs-1":'
+    assert lines[2:] == [
+        f"1234- {LOGS.splitlines()[1233]}",
+        f"1235: {LOGS.splitlines()[1234]}",
+        f"1236- {LOGS.splitlines()[1235]}",
+    ]
+    # A literal pattern is not a regex; regex=true is.
+    assert "No line" in run(tools, "grep_memory", artifact_namespace="logs-1", pattern="req=1.34")
+    assert "req=1234" in run(
+        tools, "grep_memory", artifact_namespace="logs-1", pattern=r"req=1.34 F", regex=True
+    )
+    many = run(tools, "grep_memory", artifact_namespace="logs-1", pattern="INFO", max_matches=5)
+    assert many.startswith("3000 matching line(s)") and "the first 5 shown" in many
+    case = run(
+        tools, "grep_memory", artifact_namespace="logs-1", pattern="failed", ignore_case=True
+    )
+    assert "1235:" in case
+
+
+def test_read_pages_and_line_ranges(tools: dict[str, MemoryToolSpec]) -> None:
+    page = run(tools, "read_memory", artifact_namespace="logs-1")
+    assert page.startswith("Page 1 of ") and LOGS.splitlines()[0] in page
+    lines = run(tools, "read_memory", artifact_namespace="logs-1", start_line=1234, end_line=1236)
+    assert lines.split("\n") == [
+        'Lines 1234-1236 of 3000 of artifact_namespace "logs-1":',
+        *(f"{n}: {LOGS.splitlines()[n - 1]}" for n in (1234, 1235, 1236)),
+    ]
+    assert "Lines 3000-3000 of 3000" in run(
+        tools, "read_memory", artifact_namespace="logs-1", start_line=3000
+    )
+
+
+def test_json_outline_and_query(tools: dict[str, MemoryToolSpec]) -> None:
+    outline = run(tools, "json_memory", artifact_namespace="jobs-1")
+    assert outline.startswith('JSON outline of artifact_namespace "jobs-1":')
+    assert '"items": array[900]' in outline
+    count = run(
+        tools,
+        "json_memory",
+        artifact_namespace="jobs-1",
+        expression="length(items[?status=='failed'])",
+    )
+    assert count.split("\n")[1] == "100"
+    assert run(
+        tools, "json_memory", artifact_namespace="jobs-1", expression="items[5].owner.name"
+    ).endswith('\n"u5"')
+
+
+def test_query_and_summarize(tools: dict[str, MemoryToolSpec]) -> None:
+    hits = run(tools, "query_memory", artifact_namespace="logs-1", query="FAILED E-4711", top_n=2)
+    assert hits.startswith('2 passage(s) from artifact_namespace "logs-1"') and "req=1234 FAILED" in hits
+    summary = run(tools, "summarize_memory", artifact_namespace="logs-1")
+    assert summary.startswith('Summary of artifact_namespace "logs-1":\n') and len(summary) > 60
+
+
+def test_every_answer_and_error_is_bounded(
+    tools: dict[str, MemoryToolSpec], memory: TaskMemory
+) -> None:
+    huge = "x" * 200_000
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("grep_memory", {"artifact_namespace": "logs-1", "pattern": "INFO", "max_matches": 200}),
+        ("grep_memory", {"artifact_namespace": "logs-1", "pattern": huge}),
+        ("grep_memory", {"artifact_namespace": huge, "pattern": "x"}),
+        ("read_memory", {"artifact_namespace": "logs-1", "start_line": 1, "end_line": 3000}),
+        ("read_memory", {"artifact_namespace": "logs-1", "page": 2}),
+        ("json_memory", {"artifact_namespace": "jobs-1", "expression": "items"}),
+        ("json_memory", {"artifact_namespace": "jobs-1", "expression": huge}),
+        ("query_memory", {"artifact_namespace": "logs-1", "query": huge, "top_n": 20}),
+        ("summarize_memory", {"artifact_namespace": "logs-1", "extra": huge}),
+    ]
+    for name, arguments in calls:
+        text = tools[name].run(**arguments)
+        assert memory.tokenizer.count(text) <= BOUND, (name, text[:200])
+    cut = tools["read_memory"].run(artifact_namespace="logs-1", start_line=1, end_line=3000)
+    assert cut.endswith("; read fewer lines at a time]")
+
+
+def test_mistakes_are_short_errors(tools: dict[str, MemoryToolSpec]) -> None:
+    assert "invalid regex" in error(
+        tools, "grep_memory", artifact_namespace="logs-1", pattern="(?<=a)b", regex=True
+    )
+    catastrophic = tools["grep_memory"].call(
+        artifact_namespace="logs-1", pattern="(x+x+)+y", regex=True
+    )
+    assert catastrophic.text.startswith("No line")  # RE2: linear time, no hang
+    assert "JMESPath" in error(
+        tools, "json_memory", artifact_namespace="jobs-1", expression="items[?"
+    )
+    assert "not JSON" in error(tools, "json_memory", artifact_namespace="logs-1")
+    assert "page" in error(tools, "read_memory", artifact_namespace="logs-1", page=10_000)
+    assert "start" in error(tools, "read_memory", artifact_namespace="logs-1", start_line=5000)
+    assert "not both" in error(
+        tools, "read_memory", artifact_namespace="logs-1", page=1, start_line=2
+    )
+    assert "end_line" in error(
+        tools, "read_memory", artifact_namespace="logs-1", start_line=9, end_line=3
+    )
+    assert "context" in error(
+        tools, "grep_memory", artifact_namespace="logs-1", pattern="a", context=99
+    )
+    assert "top_n" in error(tools, "query_memory", artifact_namespace="logs-1", query="a", top_n=0)
+    bad = error(tools, "grep_memory", artifact_namespace="logs-1")
+    assert bad == "Error: bad arguments for grep_memory: pattern: Field required"
+    assert "Extra inputs" in error(tools, "read_memory", artifact_namespace="logs-1", bogus=1)
+    assert error(tools, "grep_memory", artifact_namespace="blob-1", pattern="PNG")
+
+
+def test_unknown_namespace_names_no_other(tools: dict[str, MemoryToolSpec]) -> None:
+    for name in MEMORY_TOOL_NAMES:
+        args = {"query": "q", "pattern": "p"} if name in ("query_memory", "grep_memory") else {}
+        args = {k: v for k, v in args.items() if k in tools[name].parameters["properties"]}
+        text = error(tools, name, artifact_namespace="nope", **args)
+        assert text == (
+            'Error: Unknown artifact_namespace "nope" in memory "TaskMemory". Use the '
+            "artifact_namespace quoted in the reference, exactly."
+        )
+    assert "Unknown artifact_namespace" in error(tools, "read_memory", artifact_namespace="../etc")
+    assert "Unknown memory_name" in error(
+        tools, "read_memory", memory_name="Other", artifact_namespace="logs-1"
+    )
+
+
+def test_a_tool_reaches_only_its_memory_and_scope() -> None:
+    shared = QdrantVectorStore()
+    alice = TaskMemory(vector_store=shared, scope=Scope(tenant="t1", user="alice"), index="sync")
+    bob = TaskMemory(vector_store=shared, scope=Scope(tenant="t1", user="bob"), index="sync")
+    other_tenant = TaskMemory(vector_store=shared, tenant="t2", index="sync")
+    alice.process_output("notes", "call", TextArtifact("alice's secret: 42", name="notes-a"))
+    for stranger in (bob, other_tenant):
+        grep = memory_tool_specs(stranger)[1]
+        result = grep.call(artifact_namespace="notes-a", pattern="secret")
+        assert (
+            result.is_error
+            and "42" not in result.text
+            and "Unknown artifact_namespace" in result.text
+        )
+    own = memory_tool_specs(alice)[1].call(artifact_namespace="notes-a", pattern="secret")
+    assert not own.is_error and "42" in own.text
+
+
+def test_several_memories_told_apart_by_name(memory: TaskMemory) -> None:
+    scratch = TaskMemory(name="Scratch", index="sync")
+    scratch.process_output("n", "call", TextArtifact("only in scratch: 🦊", name="n-1"))
+    grep = memory_tool_specs([memory, scratch])[1]
+    assert "🦊" in grep.run(memory_name="Scratch", artifact_namespace="n-1", pattern="🦊")
+    assert "memory_name is required" in grep.run(artifact_namespace="n-1", pattern="x")
+    assert grep.call(memory_name="Scratch", artifact_namespace="logs-1", pattern="x").is_error
+    with pytest.raises(ValidationError, match="share a name"):
+        memory_tool_specs([memory, TaskMemory()])
+    with pytest.raises(ValidationError, match="at least one"):
+        memory_tool_specs([])
+    with pytest.raises(ValidationError, match="max_output_tokens"):
+        memory_tool_specs(memory, max_output_tokens=2)
+    with pytest.raises(ValidationError, match="TaskMemory"):
+        memory_tool_specs([object()])  # type: ignore[list-item]
+
+
+class FailingSummarizer:
+    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        raise RuntimeError("LLM said: " + "no " * 20_000)
+
+    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        return self.summarize_text(text)
+
+
+class RamblingSummarizer:
+    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        return "blah " * 20_000  # ignores its budget
+
+    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        return self.summarize_text(text)
+
+
+async def test_a_failing_or_rambling_summarizer_stays_bounded(memory: TaskMemory) -> None:
+    failing = memory_tool_specs(memory, summarizer=FailingSummarizer(), max_output_tokens=200)[-1]
+    for result in (
+        failing.call(artifact_namespace="logs-1"),
+        await failing.acall(artifact_namespace="logs-1"),
+    ):
+        assert result.is_error and result.text.startswith(
+            "Error: summarize_memory failed: RuntimeError"
+        )
+        assert memory.tokenizer.count(result.text) <= 200
+    rambling = memory_tool_specs(memory, summarizer=RamblingSummarizer(), max_output_tokens=200)[-1]
+    assert memory.tokenizer.count(await rambling.arun(artifact_namespace="logs-1")) <= 200
+
+
+async def test_async_twins(tools: dict[str, MemoryToolSpec]) -> None:
+    assert "1235:" in await tools["grep_memory"].arun(artifact_namespace="logs-1", pattern="E-4711")
+    assert (await tools["json_memory"].acall(artifact_namespace="nope")).is_error
