@@ -86,6 +86,8 @@ def test_task_memory_namespaces_bounded_by_count() -> None:
         memory.store_artifact(f"ns-{i}", TextArtifact(value=f"output {i} " * 30))
         assert len(memory.namespaces()) <= 3
     assert memory.namespaces() == ["ns-27", "ns-28", "ns-29"]
+    # Chunks are written in the background since issue 13: let the index finish.
+    assert memory.wait_indexed(timeout=120)
     assert sorted(vectors.namespaces()) == ["ns-27", "ns-28", "ns-29"]  # chunks deleted too
     vectors.close()
 

@@ -92,6 +92,9 @@ def test_preview_false_gives_the_bare_sentence() -> None:
         info = memory.process_output("t", "call", TextArtifact(_logs(50), name="bare"))
         assert info.value == _sentence(memory, "t", "bare")
         assert info.meta["stats"]["lines"] == 50
+    with TaskMemory() as memory:  # per call, e.g. for an error output
+        info = memory.process_output("t", "call", TextArtifact(_logs(50), name="e"), preview=False)
+        assert info.value == _sentence(memory, "t", "e")
 
 
 def test_a_preview_line_cannot_mimic_the_sentence_or_the_card(memory: TaskMemory) -> None:

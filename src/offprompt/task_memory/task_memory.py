@@ -446,8 +446,12 @@ class TaskMemory:
         sensitive: bool = False,
         context: ActionSubtaskMetaEntry | None = None,
         min_tokens: int | None = None,
+        preview: bool | None = None,
     ) -> BaseArtifact:
         """Store a tool's output and return what the model should see instead.
+
+        ``preview`` overrides the memory's ``preview`` for this call (False: the bare
+        sentence, e.g. for an error whose first line the caller shows itself).
 
         Returns:
             ``InfoArtifact`` with :meth:`reference_text` when stored;
@@ -490,7 +494,7 @@ class TaskMemory:
             self.meta_memory.add_entry(context)
         stats = OutputStats.model_validate(meta["stats"])
         value = sentence
-        if self.preview:
+        if self.preview if preview is None else preview:
             budget = self.preview_tokens - self.tokenizer.count(sentence + "\n")
             card = render_card(stats, max_tokens=budget, count=self.tokenizer.count)
             if card:
@@ -533,10 +537,16 @@ class TaskMemory:
         self._indexer.submit(namespace + _PAGES_JOB)
 
     def _run_job(self, key: str, should_stop: Callable[[], bool]) -> None:
-        if key.endswith(_PAGES_JOB):
-            self._pages_job(key[: -len(_PAGES_JOB)])
-        else:
-            self._index_job(key, should_stop)
+        namespace = key.removesuffix(_PAGES_JOB)
+        try:
+            if key.endswith(_PAGES_JOB):
+                self._pages_job(namespace)
+            else:
+                self._index_job(namespace, should_stop)
+        except OffpromptError:
+            if self._meta(namespace) is None:
+                return  # deleted (or pruned) meanwhile: nothing left to index
+            raise
 
     def _index_failed(self, key: str, exc: BaseException) -> None:
         emit_safely(
@@ -1221,6 +1231,7 @@ class TaskMemory:
         sensitive: bool = False,
         context: ActionSubtaskMetaEntry | None = None,
         min_tokens: int | None = None,
+        preview: bool | None = None,
     ) -> BaseArtifact:
         """Async twin of :meth:`process_output` (runs in a worker thread)."""
         return await asyncio.to_thread(
@@ -1231,6 +1242,7 @@ class TaskMemory:
             sensitive=sensitive,
             context=context,
             min_tokens=min_tokens,
+            preview=preview,
         )
 
     async def astore_artifact(
