@@ -10,6 +10,8 @@ Commands (``offprompt COMMAND --help`` for each)::
     offprompt import --format F IN [--session S]
     offprompt migrate --from F --to F IN OUT   file to file, no store involved
     offprompt forget --user ID [--yes]         delete everything stored for a subject
+    offprompt mcp proxy [...] -- COMMAND ARGS  an MCP server, large results off-prompt
+    offprompt mcp serve [--allow-write]        the home's memory as an MCP server
     offprompt demo                             the guided offline demo (offprompt-demo)
 
 Every command takes ``--home DIR`` (default ``$OFFPROMPT_HOME`` or ``./.offprompt``):
@@ -87,7 +89,7 @@ def _demo_main() -> Callable[[], int | None] | None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``offprompt`` command (one sub-parser per command)."""
     from offprompt import __version__
-    from offprompt.cli import cmd_convert, cmd_forget, cmd_inspect, cmd_show, cmd_task
+    from offprompt.cli import cmd_convert, cmd_forget, cmd_inspect, cmd_mcp, cmd_show, cmd_task
     from offprompt.cli.formats import FORMATS
 
     formats = sorted(FORMATS)
@@ -203,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="with no scope: delete everything")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.set_defaults(run=cmd_forget.run)
+
+    cmd_mcp.add_parser(commands, common, _positive)
 
     p = commands.add_parser(
         "demo", parents=[common], help="the guided offline demo (needs offprompt-demo)"

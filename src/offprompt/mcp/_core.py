@@ -1,0 +1,231 @@
+"""The one module of ``offprompt.mcp`` that touches the off-prompt core.
+
+The proxy and the memory server only call what is here: :class:`CoreBinding` applies
+the core's one offload policy (:class:`~offprompt.task_memory.offload.OffloadPolicy`:
+the reference sentence and card, the namespace rule, error outputs) and gives the
+core's memory tools (:func:`~offprompt.task_memory.tools.memory_tool_specs`), the same
+that LangChain and LlamaIndex expose. Everything else in the package speaks MCP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from offprompt.artifacts import BlobArtifact, ErrorArtifact, ImageArtifact, InfoArtifact
+from offprompt.errors import OffpromptError, ValidationError
+from offprompt.scope import Scope
+from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import (
+    ACTIVITY,
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_MIN_TOKENS,
+    Offloaded,
+    OffloadError,
+    OffloadPolicy,
+    StoredReference,
+)
+from offprompt.task_memory.tools import ToolResult, memory_tool_specs
+
+__all__ = [
+    "ACTIVITY",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_MIN_TOKENS",
+    "CoreBinding",
+    "FunctionTool",
+    "MemoryTool",
+    "Offloaded",
+    "StoredReference",
+    "ToolResult",
+    "open_task_memory",
+]
+
+# A token is rarely more than this many characters: longer text is large uncounted.
+_CHARS_PER_TOKEN_MAX = 32
+# A binary block is "large" when its base64 text would cost about min_tokens tokens
+# (base64 tokenises at roughly 4 characters a token).
+_B64_CHARS_PER_TOKEN = 4
+
+
+class MemoryTool(Protocol):
+    """A tool served by this process: the core's ``MemoryToolSpec`` or a :class:`FunctionTool`."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    async def acall(self, **arguments: Any) -> ToolResult: ...
+
+
+@dataclass
+class FunctionTool:
+    """A :class:`MemoryTool` made of a blocking function returning text (run in a thread).
+
+    Arguments are checked against ``parameters`` (JSON schema) first; a mistake comes
+    back as a short error result, never raised.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., str] = field(repr=False)
+
+    async def acall(self, **arguments: Any) -> ToolResult:
+        import jsonschema
+
+        try:
+            jsonschema.validate(arguments, self.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            return ToolResult(
+                f"Error: bad arguments for {self.name}{f' ({where})' if where else ''}: "
+                f"{exc.message[:300]}",
+                is_error=True,
+            )
+        try:
+            return ToolResult(await asyncio.to_thread(self.function, **arguments))
+        except OffpromptError as exc:
+            return ToolResult(f"Error: {' '.join(str(exc).split())}"[:2000], is_error=True)
+
+
+class CoreBinding:
+    """The core's offload policy and memory tools over one task memory, for MCP.
+
+    Args:
+        task_memory: Where outputs go (its scope bounds what the tools reach).
+        min_tokens: Text with fewer tokens passes through (``None``:
+            :data:`~offprompt.task_memory.offload.DEFAULT_MIN_TOKENS`).
+        sensitive: Tools whose every result is stored, whatever its size.
+        max_output_tokens: Bound of every memory-tool output and reference.
+    """
+
+    def __init__(
+        self,
+        task_memory: TaskMemory,
+        *,
+        min_tokens: int | None = None,
+        sensitive: Sequence[str] = (),
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    ) -> None:
+        self.task_memory = task_memory
+        self.policy = OffloadPolicy(
+            task_memory,
+            min_tokens=DEFAULT_MIN_TOKENS if min_tokens is None else min_tokens,
+            max_output_tokens=max_output_tokens,
+        )
+        self.min_tokens = self.policy.min_tokens
+        self.sensitive = frozenset(sensitive)
+        self.max_output_tokens = max_output_tokens
+
+    def is_large_text(self, tool_name: str, text: str) -> bool:
+        """Whether a text result may go off-prompt (cheap: no storing, rarely counting)."""
+        if tool_name in self.sensitive or self.min_tokens == 0:
+            return bool(text.strip())
+        if len(text) < self.min_tokens:  # a token is at least one character
+            return False
+        if len(text) >= self.min_tokens * _CHARS_PER_TOKEN_MAX:
+            return True
+        return bool(self.task_memory.tokenizer.count(text) >= self.min_tokens)
+
+    def is_large_blob(self, tool_name: str, base64_chars: int) -> bool:
+        """Whether a binary block (``base64_chars`` long) goes off-prompt."""
+        if tool_name in self.sensitive:
+            return base64_chars > 0
+        return base64_chars >= self.min_tokens * _B64_CHARS_PER_TOKEN
+
+    def offload_text(self, tool_name: str, text: str, *, is_error: bool = False) -> Offloaded:
+        """The core policy on one text result (large or sensitive: stored, else unchanged).
+
+        Raises:
+            OffloadError: It could not be stored (the message holds none of it).
+        """
+        return self.policy.offload(
+            tool_name, text, is_error=is_error, sensitive=tool_name in self.sensitive
+        )
+
+    async def aoffload_text(
+        self, tool_name: str, text: str, *, is_error: bool = False
+    ) -> Offloaded:
+        """Async twin of :meth:`offload_text`; small results skip the worker thread."""
+        if not self.is_large_text(tool_name, text):
+            return Offloaded(text, None)
+        return await self.policy.aoffload(
+            tool_name, text, is_error=is_error, sensitive=tool_name in self.sensitive
+        )
+
+    def offload_blob(self, tool_name: str, data: bytes, mime_type: str) -> Offloaded:
+        """Store binary content (an image, audio, a file) by reference, with its card.
+
+        The core's card gives kind and size; the line after it adds the MIME type and,
+        for an image, its pixel size.
+
+        Raises:
+            OffloadError: The bytes could not be stored.
+        """
+        namespace = self.policy.namespace_for(tool_name)
+        artifact: BlobArtifact
+        details = ""
+        try:
+            if not mime_type.startswith("image/"):
+                raise ValidationError("not an image")
+            artifact = ImageArtifact(value=data, mime_type=mime_type, name=namespace)
+            details = f", {artifact.width}x{artifact.height} pixels"
+        except ValidationError:
+            artifact = BlobArtifact(value=data, mime_type=mime_type, name=namespace)
+        secret = tool_name in self.sensitive
+        result = self.task_memory.process_output(
+            tool_name, ACTIVITY, artifact, sensitive=secret, min_tokens=0
+        )
+        if isinstance(result, ErrorArtifact) or not isinstance(result, InfoArtifact):
+            raise OffloadError(
+                f"the {mime_type} output of {tool_name} could not be stored off-prompt: "
+                f"{result.to_text()[:300]}",
+                tool=tool_name,
+            )
+        stats = result.meta.get("stats") or {}
+        reference = StoredReference(
+            memory_name=result.meta["memory_name"],
+            namespace=result.meta["artifact_namespace"],
+            tool=tool_name,
+            kind=str(stats.get("kind", "binary")),
+            bytes=len(data),
+            sensitive=secret,
+        )
+        text = f"{result.value}\n{mime_type}{details}: kept in the blob store, not shown here."
+        return Offloaded(text, reference)
+
+    async def aoffload_blob(self, tool_name: str, data: bytes, mime_type: str) -> Offloaded:
+        """Async twin of :meth:`offload_blob`."""
+        return await asyncio.to_thread(self.offload_blob, tool_name, data, mime_type)
+
+    def memory_tools(self) -> list[MemoryTool]:
+        """The core's memory tools over this task memory, each output bounded."""
+        return list(memory_tool_specs(self.task_memory, max_output_tokens=self.max_output_tokens))
+
+
+def open_task_memory(home: Path, scope: Scope | None) -> TaskMemory:
+    """The task memory of an offprompt home (``HOME/qdrant``), in ``scope``'s partition.
+
+    The embedded engine is one process's at a time: a second proxy or server on the
+    same home is refused with an error that says so.
+
+    Raises:
+        OffpromptError: The home is not a directory, or its memory cannot be opened.
+    """
+    if home.exists() and not home.is_dir():
+        raise OffpromptError(f"home {home} is not a directory")
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        return TaskMemory(path=home / "qdrant", scope=scope)
+    except Exception as exc:
+        if "WouldBlock" in str(exc) or "lock" in str(exc).lower():
+            raise OffpromptError(
+                f"the task memory in {home} is open in another process; give each "
+                "`offprompt mcp proxy`/`serve` its own --home"
+            ) from None
+        if isinstance(exc, OffpromptError):
+            raise
+        raise OffpromptError(f"cannot open the task memory in {home}: {exc}") from None

@@ -1,0 +1,268 @@
+"""``offprompt mcp proxy`` end to end: real processes over stdio, the SDK's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import McpError
+from mcp_testing import (
+    connect,
+    load_upstream,
+    proxy_command,
+    text_of,
+    upstream_command,
+)
+
+from offprompt.artifacts import ImageArtifact, TextArtifact
+from offprompt.scope import Scope
+from offprompt.task_memory import TaskMemory
+
+REFERENCE_START = 'Output of "{tool}.call" was stored in memory with memory_name "TaskMemory" and artifact_namespace "'
+MEMORY_TOOLS = {"query_memory", "grep_memory", "read_memory", "json_memory", "summarize_memory"}
+
+
+def stored_references(result: Any) -> list[dict[str, Any]]:
+    return list((result.meta or {}).get("offprompt/references", []))
+
+
+def load_text(home: Path, namespace: str, scope: Scope | None = None) -> str:
+    with TaskMemory(path=home / "qdrant", scope=scope) as memory:
+        return "".join(
+            item.value
+            for item in memory.load_artifacts(namespace).value
+            if isinstance(item, TextArtifact)
+        )
+
+
+async def test_a_5mb_log_becomes_a_reference_the_memory_tools_can_search(home, call_memory):
+    upstream = load_upstream()
+    async with connect(proxy_command(home)) as session:
+        result = await session.call_tool("logs", {"megabytes": 5})
+        text = text_of(result)
+        assert text.startswith(REFERENCE_START.format(tool="logs"))
+        assert "kind: text | 5,000,052 bytes" in text  # the card: what the output holds
+        assert len(text) < 2_000 and text.count("GET /api/items") <= 4  # first/last lines only
+        assert not result.isError
+        (reference,) = stored_references(result)
+        assert reference["tool"] == "logs" and reference["activity"] == "call"
+        assert reference["bytes"] >= 5_000_000 and reference["kind"] == "text"
+        namespace = reference["artifact_namespace"]
+        assert f'artifact_namespace "{namespace}"' in text
+
+        needle_id, needle_code = upstream.NEEDLES
+        grep = await call_memory(session, "grep_memory", namespace, pattern=needle_id)
+        assert grep.startswith(f'1 matching line(s) for the string "{needle_id}"')
+        assert f"20000: 2026-12-01T08:00:20Z ERROR node-3 request {needle_id} failed" in grep
+        query = await call_memory(session, "query_memory", namespace, query=needle_code)
+        assert needle_id in query
+        page = await call_memory(session, "read_memory", namespace, page=1)
+        assert page.startswith("Page 1 of ") and "GET /api/items" in page
+        assert len(page) < 12_000  # bounded by max_output_tokens (1000)
+    # after the proxy exits, the home holds the log byte for byte
+    assert load_text(home, namespace) == upstream.log_text(5)
+
+
+async def test_small_results_and_listings_pass_through_unchanged(home):
+    text = "  small: ünïcode, \t tabs, 🎉 and a trailing newline\n"
+    async with connect(upstream_command()) as direct, connect(proxy_command(home)) as proxied:
+        tools_direct = (await direct.list_tools()).tools
+        tools_proxied = (await proxied.list_tools()).tools
+        assert tools_proxied[: len(tools_direct)] == tools_direct  # names, schemas, output schemas
+        assert {t.name for t in tools_proxied[len(tools_direct) :]} == MEMORY_TOOLS
+        for name, arguments in [("echo", {"text": text}), ("weather", {"city": "Oslo"})]:
+            expected = await direct.call_tool(name, arguments)
+            got = await proxied.call_tool(name, arguments)
+            assert got.model_dump_json() == expected.model_dump_json()
+        assert (await proxied.list_resources()) == (await direct.list_resources())
+        assert (await proxied.read_resource("fixture://readme")) == (
+            await direct.read_resource("fixture://readme")
+        )
+        assert (await proxied.list_prompts()) == (await direct.list_prompts())
+        assert (await proxied.get_prompt("triage", {"service": "api"})) == (
+            await direct.get_prompt("triage", {"service": "api"})
+        )
+    assert not (home / "qdrant").exists() or not TaskMemory(path=home / "qdrant").namespaces()
+
+
+async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(home, call_memory):
+    async with connect(proxy_command(home, "--timeout", "2")) as session:
+        small = await session.call_tool("fail", {"message": "disk full"})
+        assert small.isError and text_of(small) == "Error executing tool fail: disk full"
+        assert not stored_references(small)
+
+        large = await session.call_tool(
+            "fail", {"message": "Traceback line ERR_42", "repeat": 3000}
+        )
+        assert large.isError
+        text = text_of(large)
+        assert text.startswith(
+            'Error: the tool failed; first line of its error: "Error executing tool fail: '
+            'Traceback line ERR_42"\nThe whole error ('
+        )
+        assert REFERENCE_START.format(tool="fail") in text and len(text) < 2_000
+        (reference,) = stored_references(large)
+        assert reference["is_error"] is True
+        grep = await call_memory(
+            session, "grep_memory", reference["artifact_namespace"], pattern="ERR_42"
+        )
+        assert grep.startswith('3000 matching line(s) for the string "ERR_42"')
+
+        # the upstream writes a line that is not JSON-RPC, then answers
+        garbage = await session.call_tool("garbage", {"text": "still fine"})
+        assert text_of(garbage) == "still fine" and not garbage.isError
+
+        started = time.monotonic()
+        hung = await session.call_tool("hang", {})
+        assert time.monotonic() - started < 20
+        assert hung.isError and "did not answer the call to 'hang' within 2 s" in text_of(hung)
+        assert text_of(await session.call_tool("echo", {"text": "after"})) == "after"
+
+
+async def test_structured_output_stays_and_images_become_blobs_with_a_card(home):
+    async with connect(proxy_command(home, "--min-tokens", "200")) as session:
+        tool = next(t for t in (await session.list_tools()).tools if t.name == "weather")
+        assert tool.outputSchema is not None
+        result = await session.call_tool("weather", {"city": "Oslo", "report_lines": 300})
+        assert result.structuredContent is not None
+        assert result.structuredContent["report"].count("\n") == 299
+        assert text_of(result).startswith(REFERENCE_START.format(tool="weather"))
+        (weather,) = stored_references(result)
+
+        small = await session.call_tool("image", {"width": 4, "height": 4})
+        assert small.content[0].type == "image" and not stored_references(small)
+        result = await session.call_tool("image", {"width": 256, "height": 256})
+        text = text_of(result)
+        assert text.startswith(REFERENCE_START.format(tool="image"))
+        assert (
+            "kind: image | " in text and "image/png, 256x256 pixels: kept in the blob store" in text
+        )
+        (image,) = stored_references(result)
+        assert image["kind"] == "image"
+    assert json.loads(load_text(home, weather["artifact_namespace"])) == {
+        "city": "Oslo",
+        "celsius": 21.5,
+        "report": "\n".join(f"Oslo: hour {i} sunny and mild" for i in range(300)),
+    }
+    with TaskMemory(path=home / "qdrant") as memory:
+        (blob,) = memory.load_artifacts(image["artifact_namespace"]).value
+    assert isinstance(blob, ImageArtifact) and (blob.width, blob.height) == (256, 256)
+    assert len(blob.value) == image["bytes"]
+
+
+async def test_sensitive_tools_are_stored_and_memory_tools_reach_only_their_scope(
+    home, call_memory
+):
+    proxy = proxy_command(home, "--tenant", "acme", "--sensitive", "echo")
+    async with connect(proxy) as session:
+        result = await session.call_tool("echo", {"text": "acme's api key 1234"})
+        assert "api key" not in text_of(result)
+        (reference,) = stored_references(result)
+        namespace = reference["artifact_namespace"]
+        assert "api key 1234" in await call_memory(session, "read_memory", namespace)
+    async with connect(proxy_command(home, "--tenant", "globex")) as session:
+        missing = await call_memory(session, "read_memory", namespace)
+        assert missing.startswith(f'Error: Unknown artifact_namespace "{namespace}"')
+        assert "acme" not in missing.replace(namespace, "")
+        bad = await session.call_tool("grep_memory", {"memory_name": "TaskMemory"})
+        assert bad.isError and text_of(bad).startswith("Error: bad arguments for grep_memory")
+    assert load_text(home, namespace, Scope(tenant="acme")) == "acme's api key 1234"
+
+
+async def test_an_upstream_that_exits_mid_call_gives_an_error_then_the_proxy_exits(home, tmp_path):
+    errors = (tmp_path / "stderr.txt").open("w")
+    with anyio.fail_after(60):
+        async with connect(proxy_command(home), errlog=errors) as session:
+            result = await session.call_tool("die", {})
+            assert result.isError
+            assert "upstream MCP server exited during the call to 'die'" in text_of(result)
+            with pytest.raises(McpError):
+                await session.call_tool("echo", {"text": "anyone?"})
+    errors.close()
+    log = (tmp_path / "stderr.txt").read_text()
+    assert "fixture-upstream: dying now" in log  # the upstream's stderr reaches ours
+    assert "offprompt: error: the upstream MCP server exited" in log
+
+
+def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_both(home, tmp_path):
+    pid_file = tmp_path / "upstream.pid"
+    errors = tmp_path / "stderr.txt"
+    process = subprocess.Popen(
+        proxy_command(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors.open("w"),
+        env={**os.environ, "FIXTURE_PID_FILE": str(pid_file)},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    process.stdin.write(b"{this is not json\n" + json.dumps(initialize).encode() + b"\n")
+    process.stdin.flush()
+    answers = []
+    while True:
+        line = process.stdout.readline()
+        assert line, "the proxy closed stdout"
+        answers.append(json.loads(line))
+        if answers[-1].get("id") == 1:
+            break
+    assert answers[-1]["result"]["serverInfo"]["name"] == "offprompt-proxy (fixture-upstream)"
+    upstream_pid = int(pid_file.read_text())
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0, errors.read_text()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(upstream_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the upstream server outlived the proxy")
+
+
+def test_the_command_line_names_what_is_missing(home):
+    run = subprocess.run(
+        [sys.executable, "-m", "offprompt.cli", "--home", str(home), "mcp", "proxy"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 1
+    assert "give the upstream server's command after '--'" in run.stderr
+    run = subprocess.run(
+        [*proxy_command(home)[:-3], "--", "/nonexistent/server"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 1 and "cannot start the upstream MCP server" in run.stderr
+
+
+def test_without_the_extra_the_command_says_what_to_install(monkeypatch, capsys, home):
+    import importlib.util
+
+    from offprompt.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    assert main(["--home", str(home), "mcp", "serve"]) == 1
+    assert "pip install 'offprompt[mcp]'" in capsys.readouterr().err
