@@ -8,7 +8,6 @@ import time
 import pytest
 
 from offprompt.artifacts import (
-    ErrorArtifact,
     ImageArtifact,
     InfoArtifact,
     JsonArtifact,
@@ -305,8 +304,9 @@ def test_json_text_stays_byte_identical_and_is_queryable(memory: TaskMemory) -> 
 def test_bad_input_gets_clear_errors_and_nothing_stored_changes(memory: TaskMemory) -> None:
     memory.process_output("t", "call", TextArtifact(_logs(40), name="keep"))
     before = memory.load_artifacts("keep").value[0].value
-    surrogate = memory.process_output("t", "call", TextArtifact("ok \ud800 broken", name="u"))
-    assert isinstance(surrogate, ErrorArtifact) and "not valid Unicode" in surrogate.value
+    # Issue 14's one rule: a lone surrogate is refused where the artifact is made.
+    with pytest.raises(ValidationError, match="not valid Unicode"):
+        memory.process_output("t", "call", TextArtifact("ok \ud800 broken", name="u"))
     empty = memory.process_output("t", "call", TextArtifact("", name="e"))
     assert empty.value == "tool output is empty"
     junk = memory.process_output(

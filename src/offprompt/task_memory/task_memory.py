@@ -92,7 +92,6 @@ _EXACT_AT_ONCE_BYTES = 256 * 1024
 _PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
 _SAMPLE_BYTES = 16 * 1024
 _VIEWS_CACHED = 4
-_PAGES_JOB = "\x00pages"  # suffix of the follow-up job key (not a valid namespace char)
 
 
 class TaskMemory:
@@ -522,9 +521,12 @@ class TaskMemory:
 
     def _schedule(self, namespace: str) -> None:
         """Index ``namespace``'s unindexed artifacts, now (``sync``) or in the worker."""
+        # The exact page count (a second tokenisation of the whole output) is not part of
+        # indexing: it doubled the indexing time. It is computed on first need instead
+        # (stats, describe, namespace_metadata; read() cuts its pages itself), see
+        # _ensure_exact_pages.
         if self.index_mode == "sync":
             self._index_job(namespace, lambda: False)
-            self._pages_job(namespace)
             return
         with self._lock:
             if self._closed:
@@ -532,15 +534,10 @@ class TaskMemory:
             if self._indexer is None:
                 self._indexer = BackgroundIndexer(self._run_job, on_error=self._index_failed)
         self._indexer.submit(namespace)
-        self._indexer.submit(namespace + _PAGES_JOB)
 
-    def _run_job(self, key: str, should_stop: Callable[[], bool]) -> None:
-        namespace = key.removesuffix(_PAGES_JOB)
+    def _run_job(self, namespace: str, should_stop: Callable[[], bool]) -> None:
         try:
-            if key.endswith(_PAGES_JOB):
-                self._pages_job(namespace)
-            else:
-                self._index_job(namespace, lambda: should_stop() or namespace in self._cancelled)
+            self._index_job(namespace, lambda: should_stop() or namespace in self._cancelled)
         except OffpromptError:
             if self._meta(namespace) is None:
                 return  # deleted (or pruned) meanwhile: nothing left to index
@@ -651,7 +648,20 @@ class TaskMemory:
             if meta is None or [e["generation"] for e in meta["artifacts"]] != before:
                 return  # deleted or appended to meanwhile: the next job recounts
             meta["stats"] = {**(meta.get("stats") or {}), **update}
+            meta["pages_exact"] = True
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
+
+    def _ensure_exact_pages(self, namespace: str, meta: dict[str, Any]) -> dict[str, Any]:
+        """``meta`` with the exact page count (and a large JSON output's outline), computed
+        once, on first need, after the namespace is fully indexed."""
+        if (
+            meta["storage"] != "text"
+            or meta.get("pages_exact")
+            or any(not e.get("indexed", True) for e in meta["artifacts"])
+        ):
+            return meta
+        self._pages_job(namespace)
+        return self._meta(namespace) or meta
 
     def wait_indexed(self, namespace: str | None = None, timeout: float | None = None) -> bool:
         """Block until ``namespace`` (every namespace when None) is fully indexed.
@@ -670,9 +680,7 @@ class TaskMemory:
         if namespace is None:
             done = indexer.wait(None, timeout)
         else:
-            done = indexer.wait(namespace, timeout) and indexer.wait(
-                namespace + _PAGES_JOB, timeout
-            )
+            done = indexer.wait(namespace, timeout)
         return done and self._all_indexed(namespace)
 
     def _all_indexed(self, namespace: str | None) -> bool:
@@ -826,7 +834,7 @@ class TaskMemory:
         Raises:
             NotFoundError: Unknown namespace (or another tenant's / scope's).
         """
-        meta = self._require(namespace)
+        meta = self._ensure_exact_pages(namespace, self._require(namespace))
         if "stats" not in meta:  # written by an earlier version
             meta["stats"] = self._fresh_stats(namespace, meta, [])
         return OutputStats.model_validate(meta["stats"])
@@ -1076,7 +1084,8 @@ class TaskMemory:
         """
         self._require(namespace)
         self.wait_indexed(namespace)
-        return self._public_meta(namespace, self._require(namespace))
+        meta = self._ensure_exact_pages(namespace, self._require(namespace))
+        return self._public_meta(namespace, meta)
 
     def load_artifacts(self, namespace: str) -> ListArtifact:
         """Every artifact stored in ``namespace``, byte-identical; empty if unknown."""
