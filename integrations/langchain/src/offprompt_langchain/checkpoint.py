@@ -30,6 +30,12 @@ Documented outcomes:
   LangGraph's SQL savers. Different threads of one SQLite file are fully independent.
 * A ``put`` killed half-way leaves the previous checkpoint the latest one: the
   checkpoint document, written last, is what makes a checkpoint exist.
+
+Size: a checkpoint's serialized body (ids, channel versions, ``versions_seen``) mostly
+repeats its parent's, so it is stored zlib-compressed with the parent's serialized body as
+the preset dictionary (``"zdict"``; ``depth`` counts the chain), with a full snapshot at least
+every ``_SNAPSHOT_EVERY`` checkpoints. ``delete_for_runs`` and ``prune`` first rewrite any
+checkpoint they keep whose chain runs through one they delete as a snapshot.
 """
 
 from __future__ import annotations
@@ -82,7 +88,10 @@ _CP = PREFIX + "cp/"
 _BLOB = PREFIX + "blob/"
 _WRITES = PREFIX + "writes/"
 _HEAD = PREFIX + "head/"
-_FORMAT = 1
+_FORMAT = 2
+_FORMATS = (1, 2)  # 2: a checkpoint body may be a zlib delta against its parent's
+_SNAPSHOT_EVERY = 16  # a delta chain is at most this long: reads stay cheap
+_RAW_CACHE = 512
 _STRATEGIES = ("keep_latest", "delete")
 _CACHED_THREADS = 64
 _COMPRESS_ABOVE = 200
@@ -113,6 +122,13 @@ def _writes_key(ns: str, checkpoint_id: str) -> str:
 
 def _head_key(ns: str) -> str:
     return f"{_HEAD}{_q(ns)}"
+
+
+def _base(doc: Mapping[str, Any]) -> Any:
+    """The checkpoint a delta-stored body was compressed against: its parent."""
+    pair = doc.get("checkpoint")
+    delta = isinstance(pair, list) and len(pair) == 3 and pair[2] == "zdict"
+    return doc.get("parent") if delta else None
 
 
 def _runs(seqs: Sequence[int]) -> list[list[int]]:
@@ -251,6 +267,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         self._lock = threading.RLock()
         self._threads: OrderedDict[str, _ThreadMessages] = OrderedDict()
         self._last_docs: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        # (thread, ns, checkpoint id) -> (its stored base64, serializer type, body bytes):
+        # the preset dictionary of its child's delta, without walking the chain again.
+        self._raw: OrderedDict[tuple[str, str, str], tuple[str, str, bytes]] = OrderedDict()
         # (thread, checkpoint id) -> the message objects its writes carried, so the next
         # checkpoint (which holds them, stored in the session) can turn them into refs.
         self._live_writes: OrderedDict[tuple[str, str], list[tuple[str, list[BaseMessage]]]] = (
@@ -309,6 +328,15 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
 
     def _dump(self, value: Any) -> list[str]:
         kind, data = self.serde.dumps_typed(value)
+        return self._pack(kind, data)
+
+    @staticmethod
+    def _pack(kind: str, data: bytes, zdict: bytes | None = None) -> list[str]:
+        if zdict:
+            packer = zlib.compressobj(9, zdict=zdict)
+            delta = packer.compress(data) + packer.flush()
+            if len(delta) < len(data):
+                return [kind, base64.b64encode(delta).decode("ascii"), "zdict"]
         if len(data) > _COMPRESS_ABOVE:
             packed = zlib.compress(data, 6)
             if len(packed) < len(data):
@@ -316,11 +344,15 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         return [kind, base64.b64encode(data).decode("ascii")]
 
     def _load(self, pair: Any, thread_id: str, key: str) -> Any:
+        return self._loads(pair[0], self._unpack(pair, thread_id, key), thread_id, key)
+
+    def _unpack(self, pair: Any, thread_id: str, key: str, zdict: bytes | None = None) -> bytes:
+        """The serializer's bytes of a stored ``[type, base64, compression?]`` pair."""
         if not (
             isinstance(pair, list)
             and len(pair) in (2, 3)
             and all(isinstance(p, str) for p in pair)
-            and (len(pair) == 2 or pair[2] == "zlib")
+            and (len(pair) == 2 or pair[2] == "zlib" or (pair[2] == "zdict" and zdict))
         ):
             raise DeserializationError(
                 f"thread {thread_id!r}: stored value {key!r} is corrupt (expected [type, data])",
@@ -329,19 +361,25 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             )
         try:
             data = base64.b64decode(pair[1], validate=True)
-            if len(pair) == 3:
+            if len(pair) == 3 and pair[2] == "zdict":
+                unpacker = zlib.decompressobj(zdict=cast(bytes, zdict))
+                data = unpacker.decompress(data) + unpacker.flush()
+            elif len(pair) == 3:
                 data = zlib.decompress(data)
         except (ValueError, zlib.error):
             raise DeserializationError(
                 f"thread {thread_id!r}: stored value {key!r} is not base64 (or not zlib)",
                 session_id=thread_id,
             ) from None
+        return data
+
+    def _loads(self, kind: str, data: bytes, thread_id: str, key: str) -> Any:
         try:
-            return self.serde.loads_typed((pair[0], data))
+            return self.serde.loads_typed((kind, data))
         except Exception as exc:
             raise DeserializationError(
                 f"thread {thread_id!r}: {key!r} cannot be read by {type(self.serde).__name__} "
-                f"(serializer type {pair[0]!r}): {type(exc).__name__}: {exc}",
+                f"(serializer type {kind!r}): {type(exc).__name__}: {exc}",
                 session_id=thread_id,
                 key=key,
             ) from None
@@ -362,7 +400,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         doc = self._get(thread_id, key)
         if doc is None:
             return None
-        if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        if not isinstance(doc, dict) or doc.get("format") not in _FORMATS:
             raise DeserializationError(
                 f"thread {thread_id!r}: checkpoint document {key!r} is corrupt or of an "
                 f"unknown format",
@@ -370,6 +408,75 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 key=key,
             )
         return doc
+
+    def _body_bytes(
+        self, thread_id: str, ns: str, checkpoint_id: str, doc: Mapping[str, Any], hops: int = 0
+    ) -> tuple[str, bytes]:
+        """The serializer's type and bytes of a checkpoint's body, undoing its delta."""
+        pair = doc.get("checkpoint")
+        key = _cp_key(ns, checkpoint_id)
+        cached = self._raw.get((thread_id, ns, checkpoint_id))
+        if (
+            cached is not None
+            and isinstance(pair, list)
+            and len(pair) >= 2
+            and cached[0] == pair[1]
+        ):
+            self._raw.move_to_end((thread_id, ns, checkpoint_id))
+            return cached[1], cached[2]
+        zdict = None
+        if isinstance(pair, list) and len(pair) == 3 and pair[2] == "zdict":
+            base = doc.get("parent")
+            base_doc = (
+                self._doc(thread_id, _cp_key(ns, base))
+                if isinstance(base, str) and hops < _SNAPSHOT_EVERY
+                else None
+            )
+            if base_doc is None:
+                raise DeserializationError(
+                    f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is stored as a delta "
+                    f"against {base!r}, which is missing",
+                    session_id=thread_id,
+                    key=key,
+                )
+            zdict = self._body_bytes(thread_id, ns, cast(str, base), base_doc, hops + 1)[1]
+        data = self._unpack(pair, thread_id, key, zdict)
+        self._remember_body(thread_id, ns, checkpoint_id, pair, data)
+        return cast(list[str], pair)[0], data
+
+    def _remember_body(
+        self, thread_id: str, ns: str, checkpoint_id: str, pair: Any, data: bytes
+    ) -> None:
+        self._raw[(thread_id, ns, checkpoint_id)] = (pair[1], pair[0], data)
+        while len(self._raw) > _RAW_CACHE:
+            self._raw.popitem(last=False)
+
+    def _body(self, thread_id: str, ns: str, checkpoint_id: str, doc: Mapping[str, Any]) -> Any:
+        kind, data = self._body_bytes(thread_id, ns, checkpoint_id, doc)
+        return self._loads(kind, data, thread_id, _cp_key(ns, checkpoint_id))
+
+    def _detach(self, thread_id: str, ns: str, doomed: set[str]) -> None:
+        """Rewrite as snapshots the checkpoints that stay but whose delta chain runs
+        through one in ``doomed`` (before those are deleted)."""
+        if not doomed:
+            return
+        docs = {
+            cid: self._doc(thread_id, _cp_key(ns, cid))
+            for _, cid in self._checkpoint_ids(thread_id, ns)
+        }
+        for cid, doc in docs.items():
+            if cid in doomed or doc is None:
+                continue
+            link, hops = _base(doc), 0
+            while isinstance(link, str) and link not in doomed and hops < _SNAPSHOT_EVERY:
+                link, hops = _base(docs.get(link) or {}), hops + 1
+            if isinstance(link, str) and link in doomed:
+                kind, data = self._body_bytes(thread_id, ns, cid, doc)
+                fresh = {k: v for k, v in doc.items() if k != "depth"}
+                fresh["checkpoint"] = self._pack(kind, data)
+                self.store.set_state(thread_id, _cp_key(ns, cid), fresh)
+                self._remember_body(thread_id, ns, cid, fresh["checkpoint"], data)
+        self._last_docs.pop((thread_id, ns), None)
 
     def _checkpoint_ids(self, thread_id: str, ns: str | None) -> list[tuple[str, str]]:
         """``(ns, checkpoint_id)`` of the thread, newest first."""
@@ -424,9 +531,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         last_list, last_seqs, last_runs = cache.last
         prefix = len(last_list)
         extends = (
-            prefix > 0
-            and len(messages) >= prefix
-            and all(map(operator.is_, messages[:prefix], last_list))
+            prefix > 0 and len(messages) >= prefix and all(map(operator.is_, messages, last_list))
         )
         if extends:
             seqs = list(last_seqs)
@@ -459,19 +564,22 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         cache.last = (list(messages), seqs, runs)
         return {"messages": runs, "count": len(seqs)}
 
+    def _parent_doc(self, thread_id: str, ns: str, parent: str | None) -> dict[str, Any] | None:
+        if not parent:
+            return None
+        last = self._last_docs.get((thread_id, ns))
+        if last is not None and last[0] == parent:
+            return last[1]
+        try:
+            return self._doc(thread_id, _cp_key(ns, parent))
+        except DeserializationError:
+            return None  # a damaged parent: this checkpoint stores all of its own
+
+    @staticmethod
     def _carried_values(
-        self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
+        doc: Mapping[str, Any] | None, checkpoint: Checkpoint
     ) -> dict[str, list[Any]]:
         """The parent's inline values that this checkpoint still has (same version)."""
-        if not parent:
-            return {}
-        last = self._last_docs.get((thread_id, ns))
-        doc = last[1] if last is not None and last[0] == parent else None
-        if doc is None:
-            try:
-                doc = self._doc(thread_id, _cp_key(ns, parent))
-            except DeserializationError:
-                doc = None  # a damaged parent: this checkpoint stores its own values
         if doc is None:
             return {}
         parent_values = doc.get("values") or {}
@@ -549,6 +657,11 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 f"thread {thread_id!r}: a messages reference is corrupt", session_id=thread_id
             )
         cache = self._messages_of(thread_id)
+        last_list, last_seqs, last_runs = cache.last
+        if runs == last_runs and len(last_list) == len(last_seqs):
+            # The list last put or read (the session has not lost a message since, or
+            # the cache would have started over): a copy, not a rebuild by seq.
+            return list(last_list)
         seqs = [s for start, length in runs for s in range(start, start + length)]
         out = [cache.by_seq[s] for s in seqs if s in cache.by_seq]
         if len(out) != len(seqs):
@@ -614,7 +727,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         doc = self._doc(thread_id, key)
         if doc is None:
             return None
-        checkpoint = cast(Checkpoint, self._load(doc.get("checkpoint"), thread_id, key))
+        checkpoint = cast(Checkpoint, self._body(thread_id, ns, checkpoint_id, doc))
         metadata = cast(CheckpointMetadata, self._load(doc.get("metadata"), thread_id, key))
         if not isinstance(checkpoint, dict) or "channel_versions" not in checkpoint:
             raise DeserializationError(
@@ -727,7 +840,8 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         stored_metadata = get_checkpoint_metadata(config, metadata)
         with self._lock:
             parent = (config.get("configurable") or {}).get("checkpoint_id")
-            inline = self._carried_values(thread_id, ns, parent, checkpoint)
+            parent_doc = self._parent_doc(thread_id, ns, parent)
+            inline = self._carried_values(parent_doc, checkpoint)
             for channel, version in new_versions.items():
                 if channel not in values:
                     blob: dict[str, Any] = {"empty": True}
@@ -744,17 +858,23 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             if ns == "" and parent:
                 self._writes_to_refs(thread_id, parent)
             run_id = stored_metadata.get("run_id")
+            kind, data = self.serde.dumps_typed(body)
+            depth, zdict = self._delta_base(thread_id, ns, parent, parent_doc)
+            packed = self._pack(kind, data, zdict)
             doc = {
                 "format": _FORMAT,
-                "checkpoint": self._dump(body),
+                "checkpoint": packed,
                 "metadata": self._dump(stored_metadata),
                 "parent": parent,
                 "run_id": run_id if isinstance(run_id, str) else None,
                 "values": inline,
             }
+            if packed[-1] == "zdict":
+                doc["depth"] = depth
             # Written last: until this document exists, the checkpoint does not.
             self.store.set_state(thread_id, _cp_key(ns, checkpoint["id"]), doc)
             self._last_docs[(thread_id, ns)] = (checkpoint["id"], doc)
+            self._remember_body(thread_id, ns, checkpoint["id"], packed, data)
             if len(self._last_docs) > _CACHED_THREADS:
                 self._last_docs.pop(next(iter(self._last_docs)))
             head = self._get(thread_id, _head_key(ns))
@@ -767,6 +887,21 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
                 "checkpoint_id": checkpoint["id"],
             }
         }
+
+    def _delta_base(
+        self, thread_id: str, ns: str, parent: str | None, parent_doc: Mapping[str, Any] | None
+    ) -> tuple[int, bytes | None]:
+        """``(chain depth, the parent's body bytes)`` for a delta against the parent, or
+        ``(0, None)`` for a snapshot."""
+        if not parent or parent_doc is None:
+            return 0, None
+        depth = parent_doc.get("depth", 0)
+        if not isinstance(depth, int) or depth + 1 >= _SNAPSHOT_EVERY:
+            return 0, None
+        try:
+            return depth + 1, self._body_bytes(thread_id, ns, parent, parent_doc)[1]
+        except DeserializationError:
+            return 0, None
 
     def put_writes(
         self,
@@ -806,6 +941,8 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             self._threads.pop(thread, None)
             for key in [k for k in self._last_docs if k[0] == thread]:
                 del self._last_docs[key]
+            for raw_key in [k for k in self._raw if k[0] == thread]:
+                del self._raw[raw_key]
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs created.
@@ -820,14 +957,16 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         with self._lock:
             for info in self.store.sessions():
                 thread_id = info.session_id
-                touched = set()
+                doomed: dict[str, set[str]] = {}
                 for ns, checkpoint_id in self._checkpoint_ids(thread_id, None):
                     doc = self._doc(thread_id, _cp_key(ns, checkpoint_id))
                     if doc is not None and doc.get("run_id") in wanted:
+                        doomed.setdefault(ns, set()).add(checkpoint_id)
+                for ns, ids in doomed.items():
+                    self._detach(thread_id, ns, ids)
+                    for checkpoint_id in ids:
                         self.store.delete_state(thread_id, _cp_key(ns, checkpoint_id))
                         self.store.delete_state(thread_id, _writes_key(ns, checkpoint_id))
-                        touched.add(ns)
-                for ns in touched:
                     self._reset_head(thread_id, ns)
 
     def _reset_head(self, thread_id: str, ns: str) -> None:
@@ -915,9 +1054,9 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             for checkpoint_id in keep:
                 doc = self._doc(thread_id, _cp_key(ns, checkpoint_id))
                 if doc is not None:
-                    body = self._load(doc.get("checkpoint"), thread_id, checkpoint_id)
+                    body = self._body(thread_id, ns, checkpoint_id, doc)
                     blobs.update(_blob_key(ns, c, v) for c, v in body["channel_versions"].items())
-            self._last_docs.pop((thread_id, ns), None)
+            self._detach(thread_id, ns, set(ids) - keep)
             for checkpoint_id in ids:
                 if checkpoint_id not in keep:
                     self.store.delete_state(thread_id, _cp_key(ns, checkpoint_id))
@@ -933,7 +1072,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         doc = self._doc(thread_id, _cp_key(ns, latest))
         if doc is None:
             return keep
-        body = self._load(doc.get("checkpoint"), thread_id, latest)
+        body = self._body(thread_id, ns, latest, doc)
         missing = {
             c
             for c, v in body["channel_versions"].items()
@@ -945,7 +1084,7 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             doc = self._doc(thread_id, _cp_key(ns, parent))
             if doc is None:
                 break
-            body = self._load(doc.get("checkpoint"), thread_id, parent)
+            body = self._body(thread_id, ns, parent, doc)
             for channel in list(missing):
                 version = body["channel_versions"].get(channel)
                 blob = self._blob(thread_id, ns, doc, channel, version)
