@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from offprompt._validation import validate_session_id
+from offprompt._validation import describe_pydantic_error, validate_session_id
 from offprompt.errors import NamespaceError
 from offprompt.names import validate_namespace
 
@@ -92,8 +92,6 @@ class Scope(BaseModel):
 
     def __init__(self, **data: Any) -> None:
         from pydantic import ValidationError as PydanticValidationError
-
-        from offprompt._validation import describe_pydantic_error
 
         try:
             super().__init__(**data)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from offprompt.artifacts import ImageArtifact
 from offprompt.errors import TokenizerError, ValidationError
 
 if TYPE_CHECKING:
@@ -203,8 +204,6 @@ class TiktokenTokenizer:
         return self.encoding.decode(tokens)
 
     def count_message(self, message: Message) -> int:
-        from offprompt.artifacts import ImageArtifact
-
         total = self.message_overhead
         if message.name:
             total += self.name_overhead + self.count(message.name)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from offprompt._registry import TypeRegistry
 from offprompt._validation import (
     check_json_depth,
     check_text,
@@ -20,7 +21,7 @@ from offprompt._validation import (
     loads_json,
     validation_error,
 )
-from offprompt.errors import DeserializationError, UnknownTypeError, ValidationError
+from offprompt.errors import DeserializationError, ValidationError
 
 A = TypeVar("A", bound="BaseArtifact")
 
@@ -50,7 +51,9 @@ class BaseArtifact(BaseModel, ABC):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    _registry: ClassVar[dict[str, builtins.type[BaseArtifact]]] = {}
+    _registry: ClassVar[TypeRegistry[BaseArtifact]] = TypeRegistry(
+        "an artifact", "artifact", inherited=True
+    )
 
     type: str
     id: str = Field(default_factory=new_id, min_length=1)
@@ -72,9 +75,7 @@ class BaseArtifact(BaseModel, ABC):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        discriminator = cls.model_fields["type"].default
-        if isinstance(discriminator, str):
-            BaseArtifact._registry[discriminator] = cls
+        BaseArtifact._registry.register(cls)
 
     @field_validator("meta", mode="after")
     @classmethod
@@ -132,7 +133,7 @@ class BaseArtifact(BaseModel, ABC):
     @classmethod
     def registered_types(cls) -> dict[str, builtins.type[BaseArtifact]]:
         """The ``type`` names that :meth:`from_dict` accepts, with their classes."""
-        return dict(BaseArtifact._registry)
+        return BaseArtifact._registry.types()
 
     @classmethod
     def from_dict(cls: builtins.type[A], data: Mapping[str, Any]) -> A:
@@ -143,22 +144,9 @@ class BaseArtifact(BaseModel, ABC):
                 than ``MAX_JSON_DEPTH``, or a field is invalid.
             UnknownTypeError: ``type`` names no registered artifact class.
         """
-        if not isinstance(data, Mapping):
-            raise DeserializationError(
-                f"an artifact must be a JSON object, got {builtins.type(data).__name__}"
-            )
-        check_json_depth(data, what="artifact")
-        type_name = data.get("type")
-        if not isinstance(type_name, str):
-            raise DeserializationError(f"artifact has no 'type' field: keys {sorted(data)}")
-        target = BaseArtifact._registry.get(type_name)
-        if target is None:
-            known = ", ".join(sorted(BaseArtifact._registry))
-            raise UnknownTypeError(
-                f"unknown artifact type {type_name!r}; known types: {known}", type=type_name
-            )
-        if not issubclass(target, cls):
-            raise DeserializationError(f"artifact type {type_name!r} is not a {cls.__name__}")
+        if isinstance(data, Mapping):
+            check_json_depth(data, what="artifact")
+        type_name, target = BaseArtifact._registry.resolve(data, cls)
         try:
             return target.model_validate(dict(data))  # type: ignore[return-value]
         except PydanticValidationError as exc:

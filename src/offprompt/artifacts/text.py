@@ -37,6 +37,7 @@ class TextArtifact(BaseArtifact):
 
     def token_count(self, tokenizer: Tokenizer | None = None) -> int:
         """Tokens in the text, by ``tokenizer`` or the default (tiktoken ``o200k_base``)."""
+        # Deferred: offprompt.tokens imports the artifacts (to count images in messages).
         from offprompt.tokens import default_tokenizer
 
         return (tokenizer or default_tokenizer()).count(self.value)

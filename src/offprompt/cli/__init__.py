@@ -34,6 +34,8 @@ from typing import NoReturn
 
 from rich.console import Console
 
+from offprompt import __version__
+from offprompt.cli import cmd_convert, cmd_forget, cmd_inspect, cmd_mcp, cmd_show, cmd_task
 from offprompt.cli._common import (
     DEFAULT_MAX_INPUT_MB,
     CLIError,
@@ -42,6 +44,7 @@ from offprompt.cli._common import (
     default_home,
     one_line,
 )
+from offprompt.cli.formats import FORMATS
 from offprompt.errors import OffpromptError
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "CLIError", "build_parser", "main"]
@@ -88,9 +91,6 @@ def _demo_main() -> Callable[[], int | None] | None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``offprompt`` command (one sub-parser per command)."""
-    from offprompt import __version__
-    from offprompt.cli import cmd_convert, cmd_forget, cmd_inspect, cmd_mcp, cmd_show, cmd_task
-    from offprompt.cli.formats import FORMATS
 
     formats = sorted(FORMATS)
     parser = _Parser(

@@ -13,6 +13,8 @@ from typing import Any
 from rich.console import Console
 
 from offprompt.errors import CLIError, NotFoundError, OffpromptError, UsageError
+from offprompt.stores.sqlite import SQLiteStore
+from offprompt.task_memory import TaskMemory
 
 __all__ = ["CLIError", "Context", "UsageError", "atomic_write", "read_input"]
 
@@ -47,8 +49,6 @@ class Context:
     @contextlib.contextmanager
     def store(self, *, create: bool) -> Iterator[Any]:
         """The SQLite store at ``HOME/memory.db``; ``None`` if absent and not ``create``."""
-        from offprompt.stores.sqlite import SQLiteStore
-
         self.check_home()
         if not create and not self.store_path.exists():
             yield None
@@ -66,8 +66,6 @@ class Context:
         if not self.task_memory_path.exists():
             yield None
             return
-        from offprompt.task_memory import TaskMemory
-
         memory = TaskMemory(path=self.task_memory_path)
         try:
             yield memory

@@ -27,6 +27,7 @@ from offprompt.errors import DeserializationError, NotFoundError
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
 from offprompt.stores.base import validate_session_id
+from offprompt.tokens import default_tokenizer
 
 __all__ = ["PROGRESS_MIN_MESSAGES", "run_export", "run_import", "run_migrate"]
 
@@ -104,8 +105,6 @@ def run_migrate(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:
-    from offprompt.tokens import default_tokenizer
-
     fmt = FORMATS[args.format]
     report = ConversionReport()
     sessions = _pick(

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from offprompt.cli._common import CLIError, Context
+from offprompt.forget import ForgetError, forget
 from offprompt.scope import SCOPE_FIELDS, Scope
 
 __all__ = ["add_scope_arguments", "run", "scope_from_args"]
@@ -51,8 +52,6 @@ def _confirm(ctx: Context, scope: Scope) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from offprompt.forget import ForgetError, forget
-
     scope = scope_from_args(args) or Scope()
     if scope.is_empty and not args.all:
         raise CLIError(

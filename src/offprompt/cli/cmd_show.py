@@ -6,11 +6,13 @@ import argparse
 from typing import Any
 
 from offprompt.cli._common import Context, atomic_write
+from offprompt.cli.cmd_forget import scope_from_args
 from offprompt.cli.cmd_task import namespace_infos
 from offprompt.errors import NotFoundError
 from offprompt.render import render_html, render_timeline
 from offprompt.render.references import message_references
-from offprompt.stores.base import StoredMessage
+from offprompt.stores.base import StoredMessage, validate_session_id
+from offprompt.trace import read_trace
 
 __all__ = ["read_session", "run"]
 
@@ -21,8 +23,6 @@ def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
         raise NotFoundError(
             f"unknown session {session!r}: no store at {ctx.store_path}", session_id=session
         )
-    from offprompt.stores.base import validate_session_id
-
     validate_session_id(session)
     stored: list[StoredMessage] = store.read(session)
     if stored:
@@ -37,15 +37,11 @@ def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from offprompt.cli.cmd_forget import scope_from_args
-
     scope = scope_from_args(args, with_session=False)
     with ctx.store(create=False) as store:
         view = store.scoped(scope) if store is not None and scope is not None else store
         stored = read_session(ctx, view, args.session)
         if getattr(args, "trace", False):
-            from offprompt.trace import read_trace
-
             events = read_trace(view, args.session)
             ctx.out.print(f"trace of session {args.session} ({len(events)} events)", markup=False)
             for event in events:

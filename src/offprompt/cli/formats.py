@@ -24,6 +24,14 @@ from typing import Any
 
 from offprompt._validation import loads_json
 from offprompt.errors import DeserializationError, OffpromptError
+from offprompt.interop.griptape import conversation_from_griptape, conversation_to_griptape
+from offprompt.interop.langchain import messages_from_langchain_dicts, messages_to_langchain_dicts
+from offprompt.interop.llamaindex import (
+    messages_from_llamaindex_dicts,
+    messages_to_llamaindex_dicts,
+    read_simple_chat_store,
+    simple_chat_store_dict,
+)
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
 
@@ -87,37 +95,27 @@ def _write_offprompt(sessions: Mapping[str, Sequence[Message]], report: Conversi
 
 # -- LangChain --------------------------------------------------------------------------
 def _read_langchain(text: str, report: ConversionReport) -> Sessions:
-    from offprompt.interop.langchain import messages_from_langchain_dicts
-
     messages = messages_from_langchain_dicts(loads_json(text, what="LangChain messages"), report)
     return {None: messages}
 
 
 def _write_langchain(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
-    from offprompt.interop.langchain import messages_to_langchain_dicts
-
     dicts = messages_to_langchain_dicts(_only(sessions), report)
     return _dump(dicts)
 
 
 # -- LlamaIndex -------------------------------------------------------------------------
 def _read_llamaindex(text: str, report: ConversionReport) -> Sessions:
-    from offprompt.interop.llamaindex import messages_from_llamaindex_dicts
-
     messages = messages_from_llamaindex_dicts(loads_json(text, what="LlamaIndex messages"), report)
     return {None: messages}
 
 
 def _write_llamaindex(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
-    from offprompt.interop.llamaindex import messages_to_llamaindex_dicts
-
     dicts = messages_to_llamaindex_dicts(_only(sessions), report)
     return _dump(dicts)
 
 
 def _read_chatstore(text: str, report: ConversionReport) -> Sessions:
-    from offprompt.interop.llamaindex import read_simple_chat_store
-
     document = loads_json(text, what="SimpleChatStore file")
     if isinstance(document, str):  # older versions wrote the document as a JSON string
         document = loads_json(document, what="SimpleChatStore file")
@@ -130,8 +128,6 @@ def _read_chatstore(text: str, report: ConversionReport) -> Sessions:
 
 
 def _write_chatstore(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
-    from offprompt.interop.llamaindex import simple_chat_store_dict
-
     document = simple_chat_store_dict(sessions, report)
     # Compact, like the pydantic dump that SimpleChatStore.persist() writes.
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
@@ -139,14 +135,10 @@ def _write_chatstore(sessions: Mapping[str, Sequence[Message]], report: Conversi
 
 # -- Griptape ---------------------------------------------------------------------------
 def _read_griptape(text: str, report: ConversionReport) -> Sessions:
-    from offprompt.interop.griptape import conversation_from_griptape
-
     return {None: conversation_from_griptape(text, report).messages}
 
 
 def _write_griptape(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
-    from offprompt.interop.griptape import conversation_to_griptape
-
     return _dump(conversation_to_griptape(list(_only(sessions)), report=report))
 
 

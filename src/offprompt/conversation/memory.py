@@ -31,7 +31,8 @@ from offprompt.stores.base import (
     StoredMessage,
     validate_session_id,
 )
-from offprompt.tokens import Tokenizer
+from offprompt.stores.memory import InMemoryStore
+from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import (
     InMemoryTracer,
     MultiTracer,
@@ -241,12 +242,8 @@ class ConversationMemory:
         ):
             raise ValidationError(f"max_runs must be a positive int or None, got {max_runs!r}")
         if store is None:
-            from offprompt.stores.memory import InMemoryStore
-
             store = InMemoryStore()
         if tokenizer is None:
-            from offprompt.tokens import default_tokenizer
-
             tokenizer = default_tokenizer()
         self.session_id = validate_session_id(session_id)
         self.scope: Scope | None = None

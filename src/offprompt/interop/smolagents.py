@@ -31,8 +31,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from offprompt._validation import loads_json
 from offprompt.artifacts import BaseArtifact, ImageArtifact, JsonArtifact, TextArtifact
-from offprompt.errors import DeserializationError, OffpromptError, SerializationError
+from offprompt.errors import (
+    DeserializationError,
+    OffpromptError,
+    SerializationError,
+    UnknownTypeError,
+)
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message, ToolCall
 from offprompt.steps import (
@@ -254,8 +260,6 @@ def _step_kind(data: Mapping[str, Any], where: str) -> type[MemoryStep]:
     if isinstance(data.get("type"), str):
         known = MemoryStep.registered_types()
         if data["type"] not in known:
-            from offprompt.errors import UnknownTypeError
-
             raise UnknownTypeError(
                 f"{where}: unknown step type {data['type']!r}; known types: {', '.join(sorted(known))}"
             )
@@ -282,8 +286,6 @@ def steps_from_smolagents(
             keys, or a field that does not fit; the message names the step.
     """
     if isinstance(steps, (str, bytes)):
-        from offprompt._validation import loads_json
-
         steps = loads_json(steps, what="smolagents steps")
     if not isinstance(steps, Sequence):
         raise DeserializationError(f"smolagents steps must be a list, got {type(steps).__name__}")

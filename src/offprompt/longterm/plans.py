@@ -28,6 +28,7 @@ from pydantic import ValidationError as PydanticValidationError
 from offprompt._validation import deserialization_error, validation_error
 from offprompt.errors import DeserializationError, NamespaceError, NotFoundError, ValidationError
 from offprompt.steps import AsyncStateStore, StateStore
+from offprompt.stores.base import ScopedStore
 
 if TYPE_CHECKING:
     from offprompt.scope import Scope
@@ -227,8 +228,6 @@ class PlanMemory:
 
     def __init__(self, store: StateStore, *, scope: Scope | None = None) -> None:
         if scope is not None:
-            from offprompt.stores.base import ScopedStore
-
             store = cast(StateStore, ScopedStore(cast(Any, store), scope))
         self.store = store
         self.scope = scope

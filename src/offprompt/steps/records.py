@@ -4,7 +4,6 @@ serialises (``dict()``, ``to_dict()``/``from_dict()``) and becomes model message
 from __future__ import annotations
 
 import builtins
-import inspect
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
@@ -12,12 +11,12 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from offprompt._registry import TypeRegistry
 from offprompt._validation import ensure_json, validation_error
 from offprompt.artifacts import BaseArtifact, ImageArtifact, TextArtifact
 from offprompt.errors import (
     DeserializationError,
     SerializationError,
-    UnknownTypeError,
     ValidationError,
 )
 from offprompt.messages import Message
@@ -289,7 +288,7 @@ class MemoryStep(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     type: str
-    _registry: ClassVar[dict[str, builtins.type[MemoryStep]]] = {}
+    _registry: ClassVar[TypeRegistry[MemoryStep]] = TypeRegistry("a step", "step", inherited=False)
     _any_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **data: Any) -> None:
@@ -309,14 +308,12 @@ class MemoryStep(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         # Only a class that declares its own ``type`` registers: a plain subclass (e.g. a
         # traced ActionStep) must not take over its parent's name.
-        default = cls.model_fields["type"].default
-        if "type" in inspect.get_annotations(cls) and isinstance(default, str):
-            MemoryStep._registry[default] = cls
+        MemoryStep._registry.register(cls)
 
     @classmethod
     def registered_types(cls) -> builtins.dict[str, builtins.type[MemoryStep]]:
         """The ``type`` names :meth:`from_dict` accepts, with their classes."""
-        return dict(MemoryStep._registry)
+        return MemoryStep._registry.types()
 
     def dict(self) -> builtins.dict[str, Any]:  # type: ignore[override]
         """smolagents' view of the step (no ``type`` key), JSON-ready."""
@@ -350,21 +347,7 @@ class MemoryStep(BaseModel):
             UnknownTypeError: ``type`` names no step class (the message names it).
             DeserializationError: not a mapping, no ``type``, or an invalid field.
         """
-        if not isinstance(data, Mapping):
-            raise DeserializationError(
-                f"a step must be a JSON object, got {builtins.type(data).__name__}"
-            )
-        type_name = data.get("type")
-        if not isinstance(type_name, str):
-            raise DeserializationError(f"step has no 'type' field: keys {sorted(map(str, data))}")
-        target = MemoryStep._registry.get(type_name)
-        if target is None:
-            known = ", ".join(sorted(MemoryStep._registry))
-            raise UnknownTypeError(
-                f"unknown step type {type_name!r}; known types: {known}", type=type_name
-            )
-        if not issubclass(target, cls):
-            raise DeserializationError(f"step type {type_name!r} is not a {cls.__name__}")
+        _, target = MemoryStep._registry.resolve(data, cls)
         try:
             # The constructor turns pydantic's errors into offprompt's, field names included.
             return target(**{str(k): v for k, v in data.items()})  # type: ignore[return-value]

@@ -1,4 +1,4 @@
-"""The ``ConversationStore`` protocol, its records, and session-id validation.
+"""The store interface (``BaseStore``, alias ``ConversationStore``), its records, its checks.
 
 A store keeps, per session, an ordered log of messages (each with the token count
 computed when it was added) and a few small JSON documents ("state": a summary and its
@@ -13,19 +13,17 @@ from __future__ import annotations
 import asyncio
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 
 from typing_extensions import Self
 
 from offprompt._validation import MAX_SESSION_ID_LENGTH, ensure_json, validate_session_id
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.messages import Message
-
-if TYPE_CHECKING:
-    from offprompt.scope import Scope
+from offprompt.scope import Scope, as_scope
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
@@ -111,15 +109,11 @@ class SessionVersion:
 
 def scope_key(scope: Scope | None) -> tuple[str, str, str, str]:
     """The partition key of ``scope``: ``(tenant, user, agent, run)``, ``""`` for unset."""
-    from offprompt.scope import as_scope
-
     return as_scope(scope).partition()
 
 
 def check_scope_session(session_id: str, scope: Scope | None) -> tuple[str, str, str, str]:
     """Validate ``session_id`` against ``scope`` and return the partition key."""
-    from offprompt.scope import as_scope
-
     validate_session_id(session_id)
     resolved = as_scope(scope)
     if resolved.session is not None and resolved.session != session_id:
@@ -132,8 +126,6 @@ def check_scope_session(session_id: str, scope: Scope | None) -> tuple[str, str,
 
 def check_selector(scope: Scope | None, *, all: bool = False) -> Scope:
     """A scope used to select data for deletion: refuses the empty scope unless ``all``."""
-    from offprompt.scope import as_scope
-
     resolved = as_scope(scope)
     if resolved.is_empty and not all:
         raise ValidationError(
@@ -182,155 +174,6 @@ def check_range(start: int | None, end: int | None) -> None:
             raise ValidationError(f"{name} must be an int or None, got {bound!r}")
 
 
-@runtime_checkable
-class ConversationStore(Protocol):
-    """Durable, ordered message logs per session, plus small JSON state documents.
-
-    Every method has an async twin with an ``a`` prefix that does not block the event
-    loop. Unknown sessions read as empty; they are never an error.
-
-    Every per-session method takes a keyword-only ``scope``
-    (:class:`~offprompt.scope.Scope`): the scope's tenant, user, agent and run pick the
-    partition the session lives in, and the store filters by it itself (SQL ``WHERE``,
-    Qdrant payload filter). ``None`` is the unscoped partition. :meth:`sessions` takes
-    ``scope`` as a selector instead (every partition whose fields match).
-    """
-
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        tokens: Sequence[int],
-        *,
-        scope: Scope | None = None,
-    ) -> list[int]:
-        """Append messages with their token counts in one transaction; return their seqs."""
-        ...
-
-    def read(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
-    ) -> list[StoredMessage]:
-        """Messages with ``start <= seq < end`` (open bounds when ``None``), by seq."""
-        ...
-
-    def read_index(
-        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
-    ) -> list[IndexEntry]:
-        """Seq, tokens and role of messages with ``seq >= start``, without their bodies."""
-        ...
-
-    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
-        """The session's fingerprint: changes whenever its messages change."""
-        ...
-
-    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
-        """Messages stored for the session."""
-        ...
-
-    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        """Sessions that hold messages or state, sorted by id; ``scope`` selects partitions."""
-        ...
-
-    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
-        """Delete the session's messages and state; return the number of messages deleted."""
-        ...
-
-    def delete_range(
-        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
-    ) -> int:
-        """Delete messages with ``start <= seq < end``; return how many were deleted."""
-        ...
-
-    def delete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
-        """Delete messages with ``seq < seq``; return how many were deleted."""
-        ...
-
-    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
-        """The JSON value stored under ``key``, or ``None``."""
-        ...
-
-    def set_state(
-        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
-    ) -> None:
-        """Store a JSON value under ``key`` (replacing any previous one)."""
-        ...
-
-    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
-        """Remove ``key``; no error if it is absent."""
-        ...
-
-    def state_keys(
-        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
-    ) -> list[str]:
-        """Keys of the session's state that start with ``prefix``, sorted."""
-        ...
-
-    def close(self) -> None:
-        """Release connections and files; the store is unusable afterwards."""
-        ...
-
-    async def aappend(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        tokens: Sequence[int],
-        *,
-        scope: Scope | None = None,
-    ) -> list[int]: ...
-
-    async def aread(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
-    ) -> list[StoredMessage]: ...
-
-    async def aread_index(
-        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
-    ) -> list[IndexEntry]: ...
-
-    async def aversion(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion: ...
-
-    async def acount(self, session_id: str, *, scope: Scope | None = None) -> int: ...
-
-    async def asessions(self, *, scope: Scope | None = None) -> list[SessionInfo]: ...
-
-    async def adelete_session(self, session_id: str, *, scope: Scope | None = None) -> int: ...
-
-    async def adelete_range(
-        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
-    ) -> int: ...
-
-    async def adelete_before(
-        self, session_id: str, seq: int, *, scope: Scope | None = None
-    ) -> int: ...
-
-    async def aget_state(
-        self, session_id: str, key: str, *, scope: Scope | None = None
-    ) -> Any | None: ...
-
-    async def aset_state(
-        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
-    ) -> None: ...
-
-    async def adelete_state(
-        self, session_id: str, key: str, *, scope: Scope | None = None
-    ) -> None: ...
-
-    async def astate_keys(
-        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
-    ) -> list[str]: ...
-
-    async def aclose(self) -> None: ...
-
-
 @dataclass(frozen=True)
 class ForgetCounts:
     """What :meth:`BaseStore.forget_scope` deleted.
@@ -353,10 +196,18 @@ class ForgetCounts:
 
 
 class BaseStore(ABC):
-    """Shared behaviour of the stores: async twins in a worker thread, ``delete_before``.
+    """Durable, ordered message logs per session, plus small JSON state documents.
 
-    Subclasses implement the sync methods; the async twins run them with
-    :func:`asyncio.to_thread`, so the event loop never waits on disk or network I/O.
+    This is the one store interface (:data:`ConversationStore` is its other name).
+    Subclasses implement the sync methods; every one has an async twin with an ``a``
+    prefix that runs it with :func:`asyncio.to_thread`, so the event loop never waits on
+    disk or network I/O. Unknown sessions read as empty; they are never an error.
+
+    Every per-session method takes a keyword-only ``scope``
+    (:class:`~offprompt.scope.Scope`): the scope's tenant, user, agent and run pick the
+    partition the session lives in, and the store filters by it itself (SQL ``WHERE``,
+    Qdrant payload filter). ``None`` is the unscoped partition. :meth:`sessions` takes
+    ``scope`` as a selector instead (every partition whose fields match).
     """
 
     @abstractmethod
@@ -367,7 +218,8 @@ class BaseStore(ABC):
         tokens: Sequence[int],
         *,
         scope: Scope | None = None,
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """Append messages with their token counts in one transaction; return their seqs."""
 
     @abstractmethod
     def read(
@@ -377,45 +229,56 @@ class BaseStore(ABC):
         start: int | None = None,
         end: int | None = None,
         scope: Scope | None = None,
-    ) -> list[StoredMessage]: ...
+    ) -> list[StoredMessage]:
+        """Messages with ``start <= seq < end`` (open bounds when ``None``), by seq."""
 
     @abstractmethod
     def read_index(
         self, session_id: str, *, start: int | None = None, scope: Scope | None = None
-    ) -> list[IndexEntry]: ...
+    ) -> list[IndexEntry]:
+        """Seq, tokens and role of messages with ``seq >= start``, without their bodies."""
 
     @abstractmethod
-    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion: ...
+    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
+        """The session's fingerprint: changes whenever its messages change."""
 
     @abstractmethod
-    def count(self, session_id: str, *, scope: Scope | None = None) -> int: ...
+    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
+        """Messages stored for the session."""
 
     @abstractmethod
-    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]: ...
+    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        """Sessions that hold messages or state, sorted by id; ``scope`` selects partitions."""
 
     @abstractmethod
-    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int: ...
+    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        """Delete the session's messages and state; return the number of messages deleted."""
 
     @abstractmethod
     def delete_range(
         self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
-    ) -> int: ...
+    ) -> int:
+        """Delete messages with ``start <= seq < end``; return how many were deleted."""
 
     @abstractmethod
-    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None: ...
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
+        """The JSON value stored under ``key``, or ``None``."""
 
     @abstractmethod
     def set_state(
         self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
-    ) -> None: ...
+    ) -> None:
+        """Store a JSON value under ``key`` (replacing any previous one)."""
 
     @abstractmethod
-    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None: ...
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
+        """Remove ``key``; no error if it is absent."""
 
     @abstractmethod
     def state_keys(
         self, session_id: str, prefix: str = "", *, scope: Scope | None = None
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """Keys of the session's state that start with ``prefix``, sorted."""
 
     @abstractmethod
     def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
@@ -432,7 +295,8 @@ class BaseStore(ABC):
         return 0
 
     @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release connections and files; the store is unusable afterwards."""
 
     def scoped(self, scope: Scope) -> ScopedStore:
         """A view of this store that passes ``scope`` to every call.
@@ -447,7 +311,7 @@ class BaseStore(ABC):
         return ScopedStore(self, scope)
 
     def delete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
-        """Delete messages with a sequence number below ``seq`` (used by ``max_runs``)."""
+        """Delete messages with ``seq < seq``; return how many were deleted (``max_runs``)."""
         if isinstance(seq, bool) or not isinstance(seq, int):
             raise ValidationError(f"seq must be an int, got {seq!r}")
         return self.delete_range(session_id, None, seq, scope=scope)
@@ -528,8 +392,31 @@ class BaseStore(ABC):
         await asyncio.to_thread(self.close)
 
 
+ConversationStore: TypeAlias = BaseStore
+"""The store interface under the name the memories use (the same class as :class:`BaseStore`)."""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _forwarded(
+    method: Callable[Concatenate[BaseStore, _P], _R],
+) -> Callable[Concatenate[ScopedStore, _P], _R]:
+    """``method`` of the wrapped store, called with the view's scope (signature kept)."""
+    name = method.__name__
+
+    def forward(self: ScopedStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        kwargs["scope"] = self._s(cast("Scope | None", kwargs.get("scope")))
+        result: _R = getattr(self.inner, name)(*args, **kwargs)
+        return result
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = method.__doc__
+    return forward
+
+
 class ScopedStore(BaseStore):
-    """A :class:`ConversationStore` view that passes one fixed scope to every call.
+    """A store view that passes one fixed scope to every call.
 
     Hand it to anything that takes a store (``ConversationMemory``, ``PlanMemory``,
     ``AgentMemory.save``) to put all of its data in the scope's partition. An explicit
@@ -541,9 +428,7 @@ class ScopedStore(BaseStore):
         scope: The scope passed to every call.
     """
 
-    def __init__(self, inner: ConversationStore, scope: Scope) -> None:
-        from offprompt.scope import as_scope
-
+    def __init__(self, inner: BaseStore, scope: Scope) -> None:
         self.inner = inner
         self.scope = as_scope(scope)
 
@@ -557,82 +442,28 @@ class ScopedStore(BaseStore):
             )
         return self.scope
 
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        tokens: Sequence[int],
-        *,
-        scope: Scope | None = None,
-    ) -> list[int]:
-        return self.inner.append(session_id, messages, tokens, scope=self._s(scope))
-
-    def read(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
-    ) -> list[StoredMessage]:
-        return self.inner.read(session_id, start=start, end=end, scope=self._s(scope))
-
-    def read_index(
-        self, session_id: str, *, start: int | None = None, scope: Scope | None = None
-    ) -> list[IndexEntry]:
-        return self.inner.read_index(session_id, start=start, scope=self._s(scope))
-
-    def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
-        return self.inner.version(session_id, scope=self._s(scope))
-
-    def count(self, session_id: str, *, scope: Scope | None = None) -> int:
-        return self.inner.count(session_id, scope=self._s(scope))
-
-    def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        return self.inner.sessions(scope=self._s(scope))
-
-    def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
-        return self.inner.delete_session(session_id, scope=self._s(scope))
-
-    def delete_range(
-        self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
-    ) -> int:
-        return self.inner.delete_range(session_id, start, end, scope=self._s(scope))
-
-    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
-        return self.inner.get_state(session_id, key, scope=self._s(scope))
-
-    def set_state(
-        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
-    ) -> None:
-        self.inner.set_state(session_id, key, value, scope=self._s(scope))
-
-    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
-        self.inner.delete_state(session_id, key, scope=self._s(scope))
-
-    def state_keys(
-        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
-    ) -> list[str]:
-        return self.inner.state_keys(session_id, prefix, scope=self._s(scope))
+    append = _forwarded(BaseStore.append)
+    read = _forwarded(BaseStore.read)
+    read_index = _forwarded(BaseStore.read_index)
+    version = _forwarded(BaseStore.version)
+    count = _forwarded(BaseStore.count)
+    sessions = _forwarded(BaseStore.sessions)
+    delete_session = _forwarded(BaseStore.delete_session)
+    delete_range = _forwarded(BaseStore.delete_range)
+    get_state = _forwarded(BaseStore.get_state)
+    set_state = _forwarded(BaseStore.set_state)
+    delete_state = _forwarded(BaseStore.delete_state)
+    state_keys = _forwarded(BaseStore.state_keys)
+    blob_count = _forwarded(BaseStore.blob_count)
 
     def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
         """Forget ``scope`` narrowed to this view's scope (never reaches outside it)."""
-        from offprompt.scope import Scope as _Scope
-        from offprompt.scope import as_scope
-
-        if not isinstance(self.inner, BaseStore):
-            raise ValidationError(f"{self.inner!r} cannot forget by scope")
         given = as_scope(scope).fields()
         mine = self.scope.fields()
         clash = [f for f in given if f in mine and given[f] != mine[f]]
         if clash:
             raise NamespaceError(f"scope {scope} lies outside this view's scope {self.scope}")
-        return self.inner.forget_scope(_Scope(**{**mine, **given}), all=all)
-
-    def blob_count(self, *, scope: Scope | None = None) -> int:
-        if not isinstance(self.inner, BaseStore):
-            return 0
-        return self.inner.blob_count(scope=self._s(scope))
+        return self.inner.forget_scope(Scope(**{**mine, **given}), all=all)
 
     def checkpoint(self) -> None:
         """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing.

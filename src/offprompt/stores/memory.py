@@ -10,12 +10,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from offprompt._validation import lone_surrogate_error
 from offprompt.artifacts import BaseArtifact
 from offprompt.errors import SerializationError
 from offprompt.messages import Message
+from offprompt.scope import PARTITION_FIELDS, Scope, as_scope
 from offprompt.stores.base import (
     BaseStore,
     ForgetCounts,
@@ -30,9 +31,6 @@ from offprompt.stores.base import (
     check_state,
     encode_state,
 )
-
-if TYPE_CHECKING:
-    from offprompt.scope import Scope
 
 _Key = tuple[tuple[str, str, str, str], str]
 
@@ -204,8 +202,6 @@ class InMemoryStore(BaseStore):
             return 0 if session is None else len(session.seqs)
 
     def _selected(self, scope: Scope | None) -> list[_Key]:
-        from offprompt.scope import PARTITION_FIELDS, as_scope
-
         fields = as_scope(scope).fields()
         want = [(PARTITION_FIELDS.index(f), v) for f, v in fields.items() if f in PARTITION_FIELDS]
         session = fields.get("session")
@@ -216,8 +212,6 @@ class InMemoryStore(BaseStore):
         ]
 
     def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        from offprompt.scope import Scope as _Scope
-
         with self._lock:
             keys = self._selected(scope)
             return [
@@ -225,7 +219,7 @@ class InMemoryStore(BaseStore):
                     sid,
                     len(s.seqs),
                     s.last_activity,
-                    _Scope.from_partition(part, sid) if any(part) else None,
+                    Scope.from_partition(part, sid) if any(part) else None,
                 )
                 for (part, sid), s in sorted(
                     ((k, self._sessions[k]) for k in keys), key=lambda kv: (kv[0][1], kv[0][0])

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.messages import Message
+from offprompt.scope import Scope, as_scope
 from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores.base import (
     BaseStore,
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient
     from qdrant_client.http import models as qm
 
-    from offprompt.scope import Scope
 
 Part = tuple[str, str, str, str]
 _SCOPE_KEYS = ("tenant", "user", "agent", "run")
@@ -477,8 +477,6 @@ class QdrantStore(BaseStore):
         return (a, b, c, d)
 
     def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        from offprompt.scope import Scope as _Scope
-        from offprompt.scope import as_scope
 
         selector = as_scope(scope)
         counters = {
@@ -491,7 +489,7 @@ class QdrantStore(BaseStore):
         }
         out = []
         for part, sid in sorted(set(counters) | with_state, key=lambda k: (k[1], k[0])):
-            n = self.count(sid, scope=_Scope.from_partition(part)) if (part, sid) in counters else 0
+            n = self.count(sid, scope=Scope.from_partition(part)) if (part, sid) in counters else 0
             if not n and (part, sid) not in with_state:
                 continue
             last = counters.get((part, sid), {}).get("last_activity")
@@ -500,7 +498,7 @@ class QdrantStore(BaseStore):
                     sid,
                     n,
                     None if last is None else datetime.fromtimestamp(last, timezone.utc),
-                    _Scope.from_partition(part, sid) if any(part) else None,
+                    Scope.from_partition(part, sid) if any(part) else None,
                 )
             )
         return out
@@ -608,7 +606,6 @@ class QdrantStore(BaseStore):
         return ForgetCounts(counts["message"], counts["state"], len(sessions), blobs)
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
-        from offprompt.scope import as_scope
 
         return self._count(
             self._selector("blob", as_scope(scope).model_copy(update={"session": None}))

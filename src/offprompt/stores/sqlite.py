@@ -33,10 +33,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.messages import Message
+from offprompt.scope import Scope, as_scope
 from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores.base import (
     BaseStore,
@@ -52,9 +53,6 @@ from offprompt.stores.base import (
     check_state,
     encode_state,
 )
-
-if TYPE_CHECKING:
-    from offprompt.scope import Scope
 
 __all__ = ["CHECKPOINT_WAIT", "SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
@@ -546,8 +544,6 @@ class SQLiteStore(BaseStore):
         return int(rows[0][0]) if rows else 0
 
     def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        from offprompt.scope import Scope as _Scope
-        from offprompt.scope import as_scope
 
         where, params = _selector(as_scope(scope))
         rows = self._query(
@@ -564,7 +560,7 @@ class SQLiteStore(BaseStore):
                 sid,
                 count,
                 None if last is None else datetime.fromtimestamp(last, timezone.utc),
-                _Scope.from_partition((t, u, a, r), sid) if (t or u or a or r) else None,
+                Scope.from_partition((t, u, a, r), sid) if (t or u or a or r) else None,
             )
             for t, u, a, r, sid, count, last in rows
         ]
@@ -664,7 +660,6 @@ class SQLiteStore(BaseStore):
         return ForgetCounts(int(messages), int(state), int(sessions), int(blobs))
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
-        from offprompt.scope import as_scope
 
         where, params = _selector(as_scope(scope).model_copy(update={"session": None}))
         return int(self._query(f"SELECT count(*) FROM offprompt_blobs WHERE {where}", params)[0][0])
