@@ -113,6 +113,11 @@ def offload_message(policy: OffloadPolicy, message: ToolMessage, tool_name: str)
         )
     except OffloadError as exc:
         return message.model_copy(update={"content": str(exc), "status": "error", "artifact": None})
+    return _translated(message, text, stored)
+
+
+def _translated(message: ToolMessage, text: str, stored: Offloaded) -> ToolMessage:
+    """``message`` as the policy decided: unchanged when left inline, else the reference."""
     if stored.reference is None:
         return message
     artifact = _artifact(stored, text, message.artifact)
@@ -133,10 +138,7 @@ async def aoffload_message(
         )
     except OffloadError as exc:
         return message.model_copy(update={"content": str(exc), "status": "error", "artifact": None})
-    if stored.reference is None:
-        return message
-    artifact = _artifact(stored, text, message.artifact)
-    return message.model_copy(update={"content": stored.text, "artifact": artifact})
+    return _translated(message, text, stored)
 
 
 def check_task_memory(task_memory: Any) -> TaskMemory:
