@@ -46,7 +46,13 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -98,7 +104,9 @@ def _fingerprint(message: BaseMessage) -> Hashable | None:
     content = message.content
     # str hashes are cached on the object, so re-checking a long message is cheap.
     body = content if isinstance(content, str) else json.dumps(content, default=str)
-    calls = getattr(message, "tool_calls", None)
+    # Only AI messages have tool calls; getattr on another pydantic message raises
+    # inside pydantic first, which costs more than the rest of the fingerprint.
+    calls = message.tool_calls if isinstance(message, AIMessage) else None
     return (
         type(message).__name__,
         message.id,
