@@ -19,6 +19,15 @@ the same content tokens and returns the same window.
 
     python benchmarks/bench_window.py            # 1k, 10k, 100k; writes RESULTS_window.md
     python benchmarks/bench_window.py --quick    # 1k and 10k, short timeouts, no file
+
+A second section, ``--middleware``, times what ``OffpromptMiddleware(max_tokens=4000)``
+adds to each model call of an agent (``wrap_model_call`` with a handler that returns at
+once, the token-count cache warm as it is from the second call of a thread on), at 1k and
+10k messages, side by side in one process with the same middleware planning the way it
+did before issue 19 (a throwaway ``InMemoryStore`` + ``ConversationMemory`` per call),
+and with the floor of looking up every message's cached count:
+
+    python benchmarks/bench_window.py --middleware   # writes RESULTS_window_middleware.md
 """
 
 from __future__ import annotations
@@ -222,6 +231,105 @@ def run_case(name: str, n: int, reps: int) -> dict[str, Any]:
     )
 
 
+# -- the middleware's per-call overhead (--middleware) ----------------------------------
+def _rebuilding_middleware() -> Any:
+    """``OffpromptMiddleware`` with its window planned as before issue 19 (kept verbatim
+    here as the reference): a new store and memory per model call."""
+    from offprompt_langchain import OffpromptMiddleware
+
+    from offprompt.conversation import ConversationMemory
+    from offprompt.stores import InMemoryStore
+
+    class Rebuilding(OffpromptMiddleware):
+        def _plan(self, messages: Any, system: Any) -> Any:
+            counted = [self._counted(m) for m in messages]
+            roles = [m.role for m, _ in counted]
+            if "user" not in roles:
+                return messages
+            store = InMemoryStore()
+            store.append("trim", [m for m, _ in counted], [c for _, c in counted])
+            window = ConversationMemory(
+                store, "trim", tokenizer=self.tokenizer, tracer=self.tracer
+            ).window(self.max_tokens, reserve=self._reserve(system))
+            return self._select(messages, roles, window, 0)
+
+    return Rebuilding
+
+
+def case_middleware(n: int, reps: int) -> dict[str, Any]:
+    import logging
+
+    from _conversations import conversation
+    from langchain.agents.middleware.types import ModelRequest
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from offprompt_langchain import OffpromptMiddleware
+    from offprompt_langchain.testing import ScriptedChatModel
+
+    from offprompt.task_memory import TaskMemory
+    from offprompt.tokens import TiktokenTokenizer
+
+    logging.disable(logging.WARNING)  # the rebuilding reference warns on every call
+    conv = conversation(n)
+    kinds = {"user": HumanMessage, "assistant": AIMessage}
+    messages = [kinds[r](content=t, id=f"m{i}") for i, (r, t) in enumerate(conv[1:])]
+    request = ModelRequest(
+        model=ScriptedChatModel(script=[]),
+        messages=messages,
+        system_message=SystemMessage(conv[0][1]),
+    )
+    tokenizer = TiktokenTokenizer("cl100k_base", message_overhead=0)
+    memory = TaskMemory()
+    out: dict[str, Any] = {}
+    sent: dict[str, list[str | None]] = {}
+    for name, cls in (("now", OffpromptMiddleware), ("rebuild", _rebuilding_middleware())):
+        middleware = cls(memory, max_tokens=BUDGET, tokenizer=tokenizer)
+        kept = middleware.wrap_model_call(request, lambda r: r)  # fills the count cache
+        sent[name] = [m.id for m in kept.messages]
+        times, _ = _time(lambda mw=middleware: mw.wrap_model_call(request, lambda r: r), reps, 20)
+        out[name] = times
+        if name == "now":
+            times, _ = _time(lambda mw=middleware: [mw._counted(m) for m in messages], reps, 20)
+            out["counts"] = times
+    memory.close()
+    out["same_window"] = sent["now"] == sent["rebuild"]
+    out["kept"] = len(sent["now"])
+    return out
+
+
+def middleware_section(sizes: list[int], reps: int) -> str:
+    results = {n: case_middleware(n, reps) for n in sizes}
+    lines = [
+        f"Per model call, median (runs): what OffpromptMiddleware(max_tokens={BUDGET:,}) adds, "
+        "cache of token counts warm.",
+        "",
+        "| case | " + " | ".join(f"N={n:,}" for n in sizes) + " |",
+        "|---|" + "---|" * len(sizes),
+    ]
+    labels = {
+        "now": "select_window over the cached counts (this version)",
+        "rebuild": "throwaway InMemoryStore + ConversationMemory per call (before)",
+        "counts": "floor: look up every message's cached count",
+    }
+    for key in ("now", "rebuild", "counts"):
+        cells = []
+        for n in sizes:
+            r = results[n]
+            median = statistics.median(r[key])
+            ratio = "" if key == "now" else f", {median / statistics.median(r['now']):.1f}x"
+            cells.append(f"{fmt(median)} ({len(r[key])}){ratio}")
+        lines.append(f"| {labels[key]} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Ratios are to this version. Same messages sent by both: "
+        + ", ".join(
+            f"N={n:,}: {'yes' if results[n]['same_window'] else 'NO'} ({results[n]['kept']} kept)"
+            for n in sizes
+        )
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
 # -- the parent: subprocesses, tables ----------------------------------------------------
 def _spawn(name: str, n: int, reps: int, timeout: float) -> dict[str, Any]:
     try:
@@ -294,12 +402,28 @@ def main() -> None:
         "--quick", action="store_true", help="1k and 10k only, short timeouts, no file"
     )
     parser.add_argument("--timeout", type=float, default=None, help="seconds per anchor case")
+    parser.add_argument(
+        "--middleware",
+        action="store_true",
+        help="only the middleware's per-call overhead; writes RESULTS_window_middleware.md",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--reps", type=int, default=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case, args.n, args.reps)))
+        return
+    if args.middleware:
+        table = middleware_section([1_000, 10_000], 200)
+        print(table)
+        header = (
+            f"# Middleware window overhead (bench_window.py --middleware)\n\n"
+            f"Machine: {machine()}\n\nMeasured {time.strftime('%Y-%m-%d')}, load average "
+            f"{os.getloadavg()[0]:.1f} (a shared machine: ratios matter, not absolutes).\n\n"
+        )
+        (HERE / "RESULTS_window_middleware.md").write_text(header + table + "\n")
+        print(f"\nwrote {HERE / 'RESULTS_window_middleware.md'}")
         return
 
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,9 +19,11 @@ from offprompt_langchain import (
     from_langchain,
     to_langchain,
 )
+from offprompt_langchain import middleware as middleware_module
 from offprompt_langchain.testing import ScriptedChatModel, tool_call
 
 from offprompt.conversation import ConversationMemory
+from offprompt.conversation.window import select_window
 from offprompt.errors import ValidationError
 from offprompt.stores import InMemoryStore, SQLiteStore
 from offprompt.summarizers import ExtractiveSummarizer
@@ -163,6 +166,50 @@ def test_trimming_never_sends_an_answered_question_without_its_answer() -> None:
     sent = model.calls[-1]
     assert [type(m) for m in sent] == [SystemMessage]
     assert all(question.content not in str(m.content) for m in sent)
+
+
+def test_planning_builds_no_store_per_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19 item 2: the window is chosen by the core's select_window over the cached
+    counts; no throwaway InMemoryStore + ConversationMemory per model call."""
+    model = ScriptedChatModel(script=_turn_script(4))
+    agent = _conversation_agent(model, OffpromptMiddleware(TaskMemory(), max_tokens=600))
+    stores: list[InMemoryStore] = []
+    plans: list[int] = []
+    original_init = InMemoryStore.__init__
+
+    def counting_init(self: InMemoryStore, *args: Any, **kwargs: Any) -> None:
+        stores.append(self)
+        original_init(self, *args, **kwargs)
+
+    def counting_select(*args: Any, **kwargs: Any) -> Any:
+        plans.append(1)
+        return select_window(*args, **kwargs)
+
+    monkeypatch.setattr(InMemoryStore, "__init__", counting_init)
+    monkeypatch.setattr(middleware_module, "select_window", counting_select)
+    for i in range(4):
+        state = agent.invoke(
+            {"messages": [HumanMessage(f"Turn {i}: " + "context " * 40)]}, thread("t")
+        )
+    assert len(model.calls) == 8 and len(plans) == 8  # one plan per model call
+    assert stores == []
+    assert len(model.calls[-1]) < 1 + len(state["messages"]) - 1  # and it did trim
+
+
+def test_a_pending_run_over_budget_is_sent_whole_with_its_tool_results(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The middleware's overflow rule (unlike ConversationMemory.window, which keeps only
+    the question): the agent keeps the tool results it is working from."""
+    model = ScriptedChatModel(script=[tool_call("fetch", {"size": 300}), "done"])
+    middleware = OffpromptMiddleware(TaskMemory(), min_tokens=100_000, max_tokens=200)
+    agent = _conversation_agent(model, middleware)
+    with caplog.at_level(logging.WARNING, logger="offprompt.langchain"):
+        state = agent.invoke({"messages": [HumanMessage("fetch it")]}, thread("big"))
+    sent = model.calls[-1]
+    assert [type(m) for m in sent] == [SystemMessage, HumanMessage, AIMessage, ToolMessage]
+    assert sent[3].content == tool_messages(state)[0].content == "small result " * 300
+    assert "sent whole (over budget)" in caplog.text
 
 
 def _summarizer() -> LangChainSummarizer:

@@ -1,17 +1,17 @@
 """``ConversationMemory``: lossless message history with token-budgeted windows.
 
 Every message is stored with the token count computed when it was added. The memory
-keeps, per session, prefix sums of those counts and the positions where runs start
-(user messages), catching up from the store by sequence number whenever the store's
-:class:`~offprompt.stores.SessionVersion` moved (another thread, process or machine
-appended or deleted). A window is then one version check, a binary search and one
-range read of the messages it returns: O(log n + window), never a re-tokenization.
+keeps, per session, a :class:`~offprompt.conversation.window.RunIndex` (prefix sums of
+those counts and the positions where runs start), catching up from the store by sequence
+number whenever the store's :class:`~offprompt.stores.SessionVersion` moved (another
+thread, process or machine appended or deleted). A window is then one version check,
+:func:`~offprompt.conversation.window.select_window` (a binary search) and one range read
+of the messages it returns: O(log n + window), never a re-tokenization.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import threading
 import time
@@ -19,6 +19,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from offprompt.conversation.window import (
+    RunIndex,
+    WindowPlan,
+    select_window,
+    window_trace_fields,
+)
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
 from offprompt.retention import RetentionPolicy, keep_from
@@ -270,29 +276,20 @@ class ConversationMemory:
     # -- the cached index (prefix sums, run starts) --------------------------------------
     def _reset_cache(self) -> None:
         self._version: SessionVersion | None = None
-        self._seqs: list[int] = []
-        self._prefix: list[int] = [0]  # _prefix[i]: tokens of the first i messages
-        self._run_pos: list[int] = []  # positions of user messages (run starts)
-        self._run_prefix: list[int] = []  # _prefix at each run start, for bisect
-        self._pinned_pos: list[int] = []  # system messages before the first run
+        self._seqs: list[int] = []  # seq of each position
+        self._index = RunIndex()  # prefix sums, run starts, pinned system messages
         self._times: list[float | None] = []  # append time per position (retention)
 
     def _extend(self, entries: Iterable[IndexEntry]) -> None:
-        seqs, prefix = self._seqs, self._prefix
+        seqs, index = self._seqs, self._index
         last = seqs[-1] if seqs else None
         for entry in entries:
             if last is not None and entry.seq <= last:
                 continue  # already cached (a read that raced with our own append)
             last = entry.seq
-            position = len(seqs)
             seqs.append(entry.seq)
-            prefix.append(prefix[-1] + entry.tokens)
+            index.append(entry.role, entry.tokens)
             self._times.append(entry.appended_at)
-            if entry.role == "user":
-                self._run_pos.append(position)
-                self._run_prefix.append(prefix[position])
-            elif entry.role == "system" and not self._run_pos:
-                self._pinned_pos.append(position)
 
     def _sync(self) -> None:
         """Bring the cache up to the store's version (caller holds the lock)."""
@@ -357,13 +354,14 @@ class ConversationMemory:
 
     def _drop_runs(self, first_kept: int, reason: str) -> int:
         """Delete runs before index ``first_kept`` (caller holds the lock and synced)."""
-        if first_kept <= 0 or not self._run_pos:
+        runs = self._index.run_starts
+        if first_kept <= 0 or not runs:
             return 0
-        start_pos = self._run_pos[0]
-        end_pos = self._run_pos[first_kept] if first_kept < len(self._run_pos) else len(self._seqs)
+        start_pos = runs[0]
+        end_pos = runs[first_kept] if first_kept < len(runs) else len(self._seqs)
         start = self._seqs[start_pos]
         end = self._seqs[end_pos] if end_pos < len(self._seqs) else None
-        tokens = self._prefix[end_pos] - self._prefix[start_pos]
+        tokens = self._index.tokens(start_pos, end_pos)
         deleted = self.store.delete_range(self.session_id, start, end)
         self._emit(
             "evict",
@@ -378,15 +376,14 @@ class ConversationMemory:
 
     def _evict(self, max_runs: int) -> None:
         self._sync()
-        excess = len(self._run_pos) - max_runs
+        excess = len(self._index.run_starts) - max_runs
         if excess > 0:
             self._drop_runs(excess, "max_runs")
 
     def _prune(self, policy: RetentionPolicy, now: float | None) -> int:
         self._sync()
-        first = keep_from(
-            self._run_pos, self._run_prefix, self._prefix[-1], self._times, policy, now
-        )
+        index = self._index
+        first = keep_from(index.run_starts, index.run_prefix, index.total, self._times, policy, now)
         return self._drop_runs(first, "retention")
 
     def prune(self, policy: RetentionPolicy | None = None, *, now: float | None = None) -> int:
@@ -441,14 +438,15 @@ class ConversationMemory:
             self._sync()
             if not self._seqs:
                 return []
-            end = self._seqs[self._run_pos[0]] if self._run_pos else None
+            runs = self._index.run_starts
+            end = self._seqs[runs[0]] if runs else None
         return [s.message for s in self.store.read(self.session_id, end=end)]
 
     def token_count(self) -> int:
         """Stored tokens of the whole history."""
         with self._lock:
             self._sync()
-            return self._prefix[-1]
+            return self._index.total
 
     def __len__(self) -> int:
         return self.store.count(self.session_id)
@@ -486,45 +484,35 @@ class ConversationMemory:
         the whole view (no budget, so nothing is left out to fit one and nothing logged).
         """
         unbounded = budget is None
+        extra_tokens = sum(t for _, t in extra)
         if budget is None:
-            budget = self._prefix[-1] + sum(t for _, t in extra)
-        seqs, prefix = self._seqs, self._prefix
-        pinned_tokens = sum(prefix[p + 1] - prefix[p] for p in self._pinned_pos)
-        pinned_tokens += sum(t for _, t in extra)
-        remaining = budget - pinned_tokens
-        total = prefix[-1]
-        overflow = False
+            budget = self._index.total + extra_tokens
+        seqs = self._seqs
+        plan = select_window(
+            self._index,
+            budget,
+            newest_answered=self._newest_run_answered,
+            extra_tokens=extra_tokens,
+            first_run=first_run,
+        )
         body: list[StoredMessage] = []
-        if first_run < len(self._run_pos):
-            # The first run start s whose suffix total - prefix[s] fits in remaining.
-            k = bisect.bisect_left(self._run_prefix, total - remaining, lo=first_run)
-            if k < len(self._run_pos):
-                start, end = self._run_pos[k], len(seqs)
-                body = self.store.read(self.session_id, start=seqs[start], end=seqs[end - 1] + 1)
-            elif not self._newest_run_answered():
-                # Only the turn being answered now may be cut, to its user message.
-                overflow = True
-                start = self._run_pos[-1]
-                body = self.store.read(self.session_id, start=seqs[start], end=seqs[start] + 1)
-            else:
-                # An answered run is sent whole or not at all (a question seen without
-                # its answer gets answered again), so no run is sent.
-                overflow = remaining < 0
-        elif remaining < 0:
-            overflow = True
+        if plan.end > plan.start:
+            body = self.store.read(
+                self.session_id, start=seqs[plan.start], end=seqs[plan.end - 1] + 1
+            )
         pinned: list[StoredMessage] = []
-        if self._pinned_pos:
-            wanted = {seqs[p] for p in self._pinned_pos}
+        if plan.pinned:
+            wanted = {seqs[p] for p in plan.pinned}
             pinned = [
                 s
                 for s in self.store.read(
                     self.session_id,
-                    start=seqs[self._pinned_pos[0]],
-                    end=seqs[self._pinned_pos[-1]] + 1,
+                    start=seqs[plan.pinned[0]],
+                    end=seqs[plan.pinned[-1]] + 1,
                 )
                 if s.seq in wanted
             ]
-        if overflow and not self._overflow_logged:
+        if plan.overflow and not self._overflow_logged:
             self._overflow_logged = True
             self._drop_logged = True
             logger.warning(
@@ -533,37 +521,36 @@ class ConversationMemory:
                 self.session_id,
                 budget,
             )
-        used = sum(s.tokens for s in pinned) + sum(s.tokens for s in body)
-        dropped = len(seqs) - len(pinned) - len(body)
-        if dropped and not unbounded and not self._drop_logged:
+        if plan.dropped and not unbounded and not self._drop_logged:
             self._drop_logged = True
             logger.warning(
                 "session %r: the window left out %d older message(s) to fit %d tokens "
                 "(logged once per session; see Window.dropped and the trace)",
                 self.session_id,
-                dropped,
+                plan.dropped,
                 budget,
             )
         window = Window(
             [s.message for s in pinned] + [m for m, _ in extra] + [s.message for s in body],
-            tokens=used + sum(t for _, t in extra),
+            tokens=plan.tokens,
             budget=budget,
-            dropped=dropped,
-            overflow=overflow,
+            dropped=plan.dropped,
+            overflow=plan.overflow,
         )
-        self._trace_window(window, pinned, body, extra, first_run)
+        self._trace_window(plan, pinned, body, extra, first_run)
         return window
 
     def _newest_run_answered(self) -> bool:
         """Whether the newest run ends with its final answer (caller holds the lock)."""
         last = len(self._seqs) - 1
-        if not self._run_pos or last == self._run_pos[-1]:
+        runs = self._index.run_starts
+        if not runs or last == runs[-1]:
             return False
         return is_final_answer(self.store.read(self.session_id, start=self._seqs[last])[-1].message)
 
     def _trace_window(
         self,
-        window: Window,
+        plan: WindowPlan,
         pinned: list[StoredMessage],
         body: list[StoredMessage],
         extra: list[tuple[Message, int]],
@@ -574,37 +561,21 @@ class ConversationMemory:
         ]
         included += [{"role": m.role, "tokens": t, "kind": "summary"} for m, t in extra]
         included += [{"seq": s.seq, "role": s.message.role, "tokens": s.tokens} for s in body]
-        dropped: list[dict[str, Any]] = []
-        summarized = 0
-        if first_run and self._run_pos:
+        summarized: dict[str, Any] | None = None
+        runs = self._index.run_starts
+        if first_run and runs:
             # Runs folded into the summary: represented by it, not dropped for budget.
-            start = self._run_pos[0]
-            end = self._run_pos[first_run] if first_run < len(self._run_pos) else len(self._seqs)
-            summarized = end - start
-            dropped.append(
-                {
-                    "seqs": [self._seqs[start], self._seqs[end - 1]],
-                    "count": summarized,
-                    "reason": "summarized",
-                }
-            )
-        # O(1): a window never walks the history, so neither does its trace.
-        budget_dropped = window.dropped - summarized
-        if budget_dropped > 0:
-            dropped.append(
-                {
-                    "count": budget_dropped,
-                    "before_seq": body[0].seq if body else None,
-                    "reason": "overflow" if window.overflow else "budget",
-                }
-            )
-        self._emit(
-            "window",
-            tokens=window.tokens,
-            included=included,
-            dropped=dropped,
-            detail={"budget": window.budget, "overflow": window.overflow},
+            start = runs[0]
+            end = runs[first_run] if first_run < len(runs) else len(self._seqs)
+            summarized = {
+                "seqs": [self._seqs[start], self._seqs[end - 1]],
+                "count": end - start,
+                "reason": "summarized",
+            }
+        fields = window_trace_fields(
+            plan, included, summarized=summarized, before_seq=body[0].seq if body else None
         )
+        self._emit("window", **fields)
 
     # -- async twins -----------------------------------------------------------------
     async def aadd_message(self, message: Message) -> None:

@@ -123,7 +123,7 @@ class SummaryConversationMemory(ConversationMemory):
         if next_seq is None:
             return 0
         position = bisect.bisect_left(self._seqs, next_seq)
-        return bisect.bisect_left(self._run_pos, position)
+        return bisect.bisect_left(self._index.run_starts, position)
 
     # -- folding: plan (store), summarize (maybe async), commit (store) -------------------
     def _plan(self) -> tuple[str | None, list[Run], int] | None:
@@ -131,11 +131,12 @@ class SummaryConversationMemory(ConversationMemory):
             self._sync()
             previous, next_seq = self._state()
             first = self._first_unsummarized(next_seq)
-            keep_from = len(self._run_pos) - self.offset
+            starts = self._index.run_starts
+            keep_from = len(starts) - self.offset
             if keep_from <= first:
                 return None
-            start = self._seqs[self._run_pos[first]]
-            end = self._seqs[self._run_pos[keep_from]] if keep_from < len(self._run_pos) else None
+            start = self._seqs[starts[first]]
+            end = self._seqs[starts[keep_from]] if keep_from < len(starts) else None
             runs = group_runs(self.store.read(self.session_id, start=start, end=end))[1]
             until = end if end is not None else self._seqs[-1] + 1
             return previous, runs, until

@@ -752,6 +752,11 @@ class SQLiteStore(BaseStore):
         )
         return [r[0] for r in rows]
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (the store is then unusable)."""
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from offprompt.errors import ValidationError
+from offprompt.tokens import default_tokenizer
 
 __all__ = ["BM25SparseEncoder", "IdTokenizer", "SparseVector"]
 
@@ -75,8 +76,6 @@ class BM25SparseEncoder:
                 f"BM25SparseEncoder: need k1 >= 0, 0 <= b <= 1, avg_len > 0 (got {k1}, {b}, {avg_len})"
             )
         if tokenizer is None:
-            from offprompt.tokens import default_tokenizer
-
             tokenizer = default_tokenizer()
         self.tokenizer = tokenizer
         self.k1 = k1

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from offprompt.errors import StorageError, ValidationError
 from offprompt.names import validate_namespace
+from offprompt.scope import Scope, as_scope
 from offprompt.vectors._backends import (
     BackendPoint,
     ClientBackend,
@@ -47,8 +48,6 @@ from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
-
-    from offprompt.scope import Scope
 
 __all__ = ["RESERVED_KEYS", "QdrantVectorStore"]
 
@@ -268,8 +267,6 @@ class QdrantVectorStore:
             >>> store.with_tenant("acme").count("docs"), view.count("docs")
             (0, 1)
         """
-        from offprompt.scope import as_scope
-
         resolved = as_scope(scope)
         view = self.with_tenant(resolved.tenant or "default")
         view._scope = {
@@ -280,8 +277,6 @@ class QdrantVectorStore:
     @property
     def scope(self) -> Scope:
         """The :class:`~offprompt.scope.Scope` of this view."""
-        from offprompt.scope import Scope
-
         return Scope(
             tenant=self.tenant,
             **{field: self._scope[key] or None for field, key in SCOPE_PAYLOAD_KEYS.items()},

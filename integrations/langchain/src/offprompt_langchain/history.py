@@ -13,36 +13,21 @@ and stays visible. The modern path is
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from offprompt.conversation import ConversationMemory
+from offprompt.conversation.opening import open_memory
 from offprompt.errors import ValidationError
-from offprompt.stores import ConversationStore, SQLiteStore, default_path
+from offprompt.stores import ConversationStore
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 from offprompt_langchain.convert import from_langchain, to_langchain
 
 __all__ = ["OffpromptChatMessageHistory"]
-
-# One SQLiteStore per file for the whole process: a ``get_session_history`` factory
-# builds a history per call, and each would otherwise open its own connections.
-_STORES: dict[Path, SQLiteStore] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def _shared_sqlite(path: str | os.PathLike[str] | None) -> SQLiteStore:
-    resolved = Path(path if path is not None else default_path()).expanduser().resolve()
-    with _STORES_LOCK:
-        store = _STORES.get(resolved)
-        if store is None:
-            store = _STORES[resolved] = SQLiteStore(resolved)
-        return store
 
 
 def _check_budget(max_tokens: Any) -> int | None:
@@ -68,7 +53,10 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
             whose ``session_id`` is ``session_id``.
         store: Any offprompt ``ConversationStore`` (``SQLiteStore``, ``QdrantStore``,
             ``InMemoryStore``).
-        path: A SQLite file (instead of ``store``).
+        path: A SQLite file (instead of ``store``). Opened by
+            :func:`~offprompt.stores.open_store`: every history (and LlamaIndex memory) of
+            the process on that file shares one store, so a ``get_session_history``
+            factory that builds a history per call opens the file once.
         max_tokens: When set, :attr:`messages` is the newest whole runs that fit this
             many tokens (system prompt kept, tool calls never split from results);
             otherwise the full history.
@@ -111,30 +99,10 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
         tokenizer: Tokenizer | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        given = [
-            n for n, v in (("memory", memory), ("store", store), ("path", path)) if v is not None
-        ]
-        if len(given) > 1:
-            raise ValidationError(f"give at most one of memory, store or path (got {given})")
         self.max_tokens = _check_budget(max_tokens)
-        if memory is not None:
-            if not isinstance(memory, ConversationMemory):
-                raise ValidationError(
-                    f"memory must be a ConversationMemory, got {type(memory).__name__}"
-                )
-            if memory.session_id != session_id:
-                raise ValidationError(
-                    f"memory belongs to session {memory.session_id!r}, not {session_id!r}"
-                )
-            if tracer is not None:
-                raise ValidationError(
-                    "give tracer= to the ConversationMemory you pass as memory=, not to the history"
-                )
-        else:
-            if store is None:
-                store = _shared_sqlite(path)
-            memory = ConversationMemory(store, session_id, tokenizer=tokenizer, tracer=tracer)
-        self.memory = memory
+        self.memory = open_memory(
+            session_id, memory=memory, store=store, path=path, tokenizer=tokenizer, tracer=tracer
+        )
 
     def __repr__(self) -> str:
         return (

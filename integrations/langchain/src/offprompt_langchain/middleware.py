@@ -12,8 +12,10 @@ One middleware, three jobs, each optional:
    ``read_memory``, ``json_memory``, ``summarize_memory``) so the model can get at what
    was stored.
 2. **Budgeted model input** (``max_tokens``): ``wrap_model_call`` sends the model the
-   newest whole runs that fit, exactly as ``ConversationMemory.window`` chooses them
-   (system prompt kept, a tool result never separated from its call). The graph state
+   newest whole runs that fit, chosen by the core's ``select_window`` as
+   ``ConversationMemory.window`` chooses them (system prompt kept, a tool result never
+   separated from its call), over the cached token counts of the call's messages: no
+   store is built per call. The graph state
    and its checkpoints keep every message; only the model's input is cut. With a
    ``summarizer``, runs older than the last ``keep_runs`` are folded into a running
    summary (``SummaryConversationMemory``) appended to the system prompt, instead of
@@ -44,7 +46,13 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -56,6 +64,8 @@ from offprompt._validation import (
     has_lone_surrogate,
 )
 from offprompt.conversation import ConversationMemory, SummaryConversationMemory, Window
+from offprompt.conversation.memory import is_final_answer
+from offprompt.conversation.window import RunIndex, select_window, window_trace_fields
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope
@@ -69,7 +79,7 @@ from offprompt.task_memory.offload import (
     OffloadPolicy,
 )
 from offprompt.tokens import Tokenizer
-from offprompt.trace import Tracer
+from offprompt.trace import TraceEvent, Tracer, emit_safely
 from offprompt_langchain.convert import from_langchain, message_from_langchain
 from offprompt_langchain.tools import (
     aoffload_message,
@@ -94,7 +104,9 @@ def _fingerprint(message: BaseMessage) -> Hashable | None:
     content = message.content
     # str hashes are cached on the object, so re-checking a long message is cheap.
     body = content if isinstance(content, str) else json.dumps(content, default=str)
-    calls = getattr(message, "tool_calls", None)
+    # Only AI messages have tool calls; getattr on another pydantic message raises
+    # inside pydantic first, which costs more than the rest of the fingerprint.
+    calls = message.tool_calls if isinstance(message, AIMessage) else None
     return (
         type(message).__name__,
         message.id,
@@ -497,13 +509,28 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         roles = [m.role for m, _ in counted]
         if "user" not in roles:
             return messages  # nothing to cut at: no run starts
-        store = InMemoryStore()
-        store.append(_TRIM_SESSION, [m for m, _ in counted], [c for _, c in counted])
         assert self.max_tokens is not None
-        window = ConversationMemory(
-            store, _TRIM_SESSION, tokenizer=self.tokenizer, tracer=self.tracer
-        ).window(self.max_tokens, reserve=self._reserve(system))
-        return self._select(messages, roles, window, 0)
+        index = RunIndex.of(roles, (c for _, c in counted))
+        plan = select_window(
+            index,
+            self.max_tokens - self._reserve(system),
+            newest_answered=lambda: is_final_answer(counted[-1][0]),
+            overflow="run",
+        )
+        if plan.overflow and plan.end > plan.start:
+            logger.warning(
+                "not even the newest run fits in max_tokens=%d; it is sent whole (over "
+                "budget) so the agent keeps its tool results",
+                self.max_tokens,
+            )
+        if self.tracer is not None:
+            kept = [*plan.pinned, *plan.body]
+            included = [{"seq": p, "role": roles[p], "tokens": counted[p][1]} for p in kept]
+            fields = window_trace_fields(
+                plan, included, before_seq=plan.start if plan.end > plan.start else None
+            )
+            emit_safely(self.tracer, TraceEvent("window", session_id=_TRIM_SESSION, **fields))
+        return [messages[p] for p in plan.pinned] + messages[plan.start : plan.end]
 
     def _shadow(
         self, thread: str, messages: Sequence[BaseMessage]

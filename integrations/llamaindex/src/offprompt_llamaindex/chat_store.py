@@ -34,7 +34,13 @@ from llama_index.core.bridge.pydantic import ConfigDict, PrivateAttr, model_seri
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
 from offprompt.errors import ValidationError
-from offprompt.stores import ConversationStore, IndexEntry, SQLiteStore, validate_session_id
+from offprompt.stores import (
+    ConversationStore,
+    IndexEntry,
+    SQLiteStore,
+    open_store,
+    validate_session_id,
+)
 from offprompt.tokens import Tokenizer
 from offprompt.trace import TraceEvent, Tracer, emit_safely
 from offprompt_llamaindex.convert import from_llamaindex, to_llamaindex
@@ -97,7 +103,9 @@ class OffpromptChatStore(AsyncDBChatStore):
         store: Any offprompt ``ConversationStore``; a :class:`SQLiteStore` at ``path``
             when omitted.
         path: The SQLite file when ``store`` is omitted; ``None`` means
-            ``$OFFPROMPT_HOME/memory.db`` or ``./.offprompt/memory.db``.
+            ``$OFFPROMPT_HOME/memory.db`` or ``./.offprompt/memory.db``. Opened by
+            :func:`~offprompt.stores.open_store`: one store per file per process, shared
+            with the memories and histories on it.
         tokenizer: Counts each message once, when stored (offprompt's default).
         tracer: Receives a ``write`` trace event per append, e.g.
             :class:`~offprompt_llamaindex.tracing.LlamaIndexTracer`.
@@ -147,14 +155,10 @@ class OffpromptChatStore(AsyncDBChatStore):
                 f"the dumped chat store used a {store_type}, which a dump cannot reopen;"
                 " pass store= to rebuild it"
             )
-        if store is None:
-            store = SQLiteStore(path)
-        elif path is not None:
-            raise ValidationError("give store or path, not both")
-        if not isinstance(store, ConversationStore):
-            raise ValidationError(
-                f"store must be an offprompt ConversationStore, got {type(store).__name__}"
-            )
+        if store is not None and path is not None:
+            raise ValidationError("give at most one of store and path, not both")
+        # path= (or nothing): the process's one shared store of that file (open_store).
+        store = open_store(store, path=path)
         if tokenizer is None:
             from offprompt.tokens import default_tokenizer
 

@@ -30,9 +30,10 @@ from offprompt._validation import (
     has_lone_surrogate,
 )
 from offprompt.conversation import ConversationMemory, Window
+from offprompt.conversation.opening import open_memory
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
-from offprompt.stores import ConversationStore, InMemoryStore, SQLiteStore
+from offprompt.stores import ConversationStore, InMemoryStore, SQLiteStore, release_store
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 from offprompt_llamaindex.convert import (
@@ -127,6 +128,7 @@ class OffpromptMemory(BaseMemory):
     )
 
     _memory: ConversationMemory = PrivateAttr()
+    _holds_shared: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -145,38 +147,25 @@ class OffpromptMemory(BaseMemory):
         token_limit = _check_limit(token_limit)
         if kwargs:
             raise ValidationError(f"OffpromptMemory got unexpected arguments: {sorted(kwargs)}")
-        if memory is not None:
-            if store is not None or path is not None:
-                raise ValidationError("give memory, or store/path, not both")
-            if not isinstance(memory, ConversationMemory):
+        if memory is None and store is None:
+            if store_kind == "other":
                 raise ValidationError(
-                    f"memory must be a ConversationMemory, got {type(memory).__name__}"
+                    "this OffpromptMemory was serialised with a store that has no path "
+                    "(e.g. a QdrantStore); pass it again: from_dict(data, store=store)"
                 )
-            if tracer is not None:
-                raise ValidationError(
-                    "give tracer= to the ConversationMemory you pass as memory=, not here"
-                )
-            conversation = memory
-        else:
-            if store is None:
-                if store_kind == "other":
-                    raise ValidationError(
-                        "this OffpromptMemory was serialised with a store that has no path "
-                        "(e.g. a QdrantStore); pass it again: from_dict(data, store=store)"
-                    )
-                if store_kind == "memory" and path is None:
-                    store = InMemoryStore()
-                else:
-                    store = SQLiteStore(path)  # None: $OFFPROMPT_HOME/memory.db or ./.offprompt
-            elif path is not None and not (
-                isinstance(store, SQLiteStore) and Path(path) == store.path
-            ):
-                raise ValidationError("give store or path, not both")
-            if not isinstance(store, ConversationStore):
-                raise ValidationError(
-                    f"store must be an offprompt ConversationStore, got {type(store).__name__}"
-                )
-            conversation = ConversationMemory(store, session_id, tokenizer=tokenizer, tracer=tracer)
+            if store_kind == "memory" and path is None:
+                store = InMemoryStore()
+        # path= (or nothing: $OFFPROMPT_HOME/memory.db or ./.offprompt) is the process's
+        # one shared store of that file, given back by close().
+        holds_shared = memory is None and store is None
+        conversation = open_memory(
+            None if memory is not None else session_id,
+            memory=memory,
+            store=store,
+            path=path,
+            tokenizer=tokenizer,
+            tracer=tracer,
+        )
         store = conversation.store
         kind: StoreKind = (
             "sqlite"
@@ -195,6 +184,7 @@ class OffpromptMemory(BaseMemory):
             chat_history=None,
         )
         self._memory = conversation
+        self._holds_shared = holds_shared
         if history is not None:
             conversation.replace(history)
 
@@ -405,5 +395,14 @@ class OffpromptMemory(BaseMemory):
         type(self).__init__(self, **data)
 
     def close(self) -> None:
-        """Close the store (its connections); the memory is unusable afterwards."""
-        self._memory.store.close()
+        """Close the store (its connections); the memory is unusable afterwards.
+
+        A store opened from ``path=`` is shared by every memory and history of the
+        process on that file: it is closed when the last of them closes (see
+        :func:`~offprompt.stores.open_store`).
+        """
+        if self._holds_shared:
+            self._holds_shared = False
+            release_store(self._memory.store)
+        else:
+            self._memory.store.close()
