@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import threading
 import uuid
@@ -68,6 +69,7 @@ from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobSt
 from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
+from offprompt.task_memory.pipeline import Pending, run_beside
 from offprompt.task_memory.storage import (
     ArtifactStorage,
     BlobArtifactStorage,
@@ -91,6 +93,8 @@ _META_KEY = "task_memory"
 _EXACT_AT_ONCE_BYTES = 256 * 1024
 _PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
 _SAMPLE_BYTES = 16 * 1024
+# Raw outputs from this size on are hashed and written in a worker thread.
+_BESIDE_BYTES = 1 << 20
 _VIEWS_CACHED = 4
 
 
@@ -235,6 +239,9 @@ class TaskMemory:
         self._views_lock = threading.Lock()
         self._indexer: BackgroundIndexer | None = None
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
+        # The text of raw writes not yet indexed, by generation: the indexer starts from
+        # the str it was given instead of decoding the stored bytes again.
+        self._texts: dict[str, str] = {}
         self._closed = False
         self._resume_unindexed()
 
@@ -256,6 +263,7 @@ class TaskMemory:
         self._closed = True
         if self._indexer is not None:
             self._indexer.stop()
+        self._texts.clear()
         if self._owns_vector_store:
             self.vector_store.close()
 
@@ -340,6 +348,23 @@ class TaskMemory:
             StorageMismatchError: The namespace holds another storage's artifacts.
             ValidationError: No storage for the type, or a mixed / empty list.
         """
+        meta, unindexed = self._store(
+            namespace, artifact, tool=tool, activity=activity, sensitive=sensitive, context=context
+        )
+        return self._after_store(namespace, meta, unindexed)
+
+    def _store(
+        self,
+        namespace: str,
+        artifact: BaseArtifact,
+        *,
+        tool: str | None,
+        activity: str | None,
+        sensitive: bool,
+        context: ActionSubtaskMetaEntry | None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The committed write of :meth:`store_artifact`: its metadata and the entries
+        left to index (the caller schedules them, see :meth:`_after_store`)."""
         validate_namespace(namespace)
         if not isinstance(artifact, BaseArtifact):
             raise ValidationError(
@@ -374,7 +399,10 @@ class TaskMemory:
             )
             generations: list[str] = []
             fresh: dict[str, bytes] = {}
+            texts: dict[str, str] = {}
+            puts: list[tuple[dict[str, Any], Pending[str]]] = []
             seq = sum(int(e["chunks"]) for e in meta["artifacts"])
+            committed = meta["artifacts"]
             entries = []
             try:
                 for item in items:
@@ -383,9 +411,15 @@ class TaskMemory:
                     generations.append(generation)
                     if raw:
                         assert isinstance(storage, TextArtifactStorage)
-                        entry, fresh[generation] = storage.write_raw(
-                            namespace, item, generation=generation, tenant=self.tenant
+                        text, data = storage.encode_raw(item)
+                        entry = storage.raw_entry(item, generation, text, data)
+                        # Hashing and the durable write need no GIL: they run beside the
+                        # card's stats below and are joined before the commit.
+                        put = functools.partial(
+                            storage.put_raw, namespace, data, tenant=self.tenant
                         )
+                        puts.append((entry, run_beside(put, inline=len(data) < _BESIDE_BYTES)))
+                        fresh[generation], texts[generation] = data, text
                     else:
                         entry = storage.write(
                             namespace,
@@ -397,24 +431,34 @@ class TaskMemory:
                         entry.setdefault("indexed", True)
                     entries.append(entry)
                     seq += int(entry["chunks"])
+                meta["artifacts"] = [*committed, *entries]
+                self._totals(meta)
+                stats = self._fresh_stats(namespace, meta, items, fresh)
+                for entry, pending in puts:
+                    entry["raw"] = pending.result()  # raises a write's failure
             except BaseException:
+                for _, pending in puts:
+                    pending.wait()  # no write may still be running when we clean up
                 # The write already failed; whatever it left stays invisible anyway.
                 with contextlib.suppress(Exception):
                     storage.discard(
-                        namespace, meta["artifacts"], tenant=self.tenant, generations=generations
+                        namespace, committed, tenant=self.tenant, generations=generations
                     )
                 raise
-            meta["artifacts"] = [*meta["artifacts"], *entries]
             meta["updated_at"] = now
             meta["tool"] = meta.get("tool") or tool
             meta["activity"] = meta.get("activity") or activity
             meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
             if context is not None:
                 meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
-            self._totals(meta)
-            meta["stats"] = self._fresh_stats(namespace, meta, items, fresh)
+            if meta["sensitive"]:
+                # The card never shows a sensitive output's content, only its shape.
+                stats["head"], stats["tail"], stats["json_outline"] = [], [], None
+            meta["stats"] = stats
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
+            if self.index_mode == "background":
+                self._texts.update(texts)  # the indexer starts from the str, not the bytes
             emit_safely(
                 self.tracer,
                 TraceEvent(
@@ -425,9 +469,16 @@ class TaskMemory:
                     detail={"namespace": namespace, "tool": tool, "activity": activity},
                 ),
             )
-        if any(not e.get("indexed", True) for e in entries):
+        return meta, [e for e in entries if not e.get("indexed", True)]
+
+    def _after_store(
+        self, namespace: str, meta: dict[str, Any], unindexed: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """What follows a committed write: indexing (or its queueing), the exact page
+        count in ``sync`` mode, retention. Returns the public metadata."""
+        if unindexed:
             self._schedule(namespace)
-        elif self.index_mode == "sync" and storage.kind == "text":
+        elif self.index_mode == "sync" and meta["storage"] == "text":
             self._pages_job(namespace)  # exact page count (and JSON check) before returning
             meta = self._meta(namespace) or meta
         if self.retention is not None and self.retention.on_write:
@@ -475,7 +526,7 @@ class TaskMemory:
             # Later steps read where the output went (Griptape fills it in the same way).
             context.answer = sentence
         try:
-            meta = self.store_artifact(
+            meta, unindexed = self._store(
                 namespace,
                 artifact,
                 tool=tool_name,
@@ -496,6 +547,9 @@ class TaskMemory:
             card = render_card(stats, max_tokens=budget, count=self.tokenizer.count)
             if card:
                 value = f"{sentence}\n{card}"
+        # Indexing starts once the reference is ready: the worker's first steps would
+        # otherwise hold the GIL while the card is rendered.
+        self._after_store(namespace, meta, unindexed)
         return InfoArtifact(
             value=value,
             meta={
@@ -584,7 +638,9 @@ class TaskMemory:
             generation = todo["generation"]
             # A crash mid-index left some of this generation's chunks: start clean.
             storage.drop_chunks(namespace, [generation], tenant=self.tenant)
-            text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
+            text = self._texts.pop(generation, None)
+            if text is None:  # written by another process, or before a restart
+                text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
             try:
                 counts = storage.index_text(
                     namespace,
@@ -1237,6 +1293,8 @@ class TaskMemory:
                 self._indexer.wait(namespace)
             finally:
                 self._cancelled.discard(namespace)
+        for entry in meta["artifacts"]:
+            self._texts.pop(entry["generation"], None)
         storage = self._kind_storage(meta["storage"])
         with self._lock:
             current = self._meta(namespace)
