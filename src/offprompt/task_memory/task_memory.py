@@ -69,6 +69,7 @@ from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobSt
 from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
+from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
 from offprompt.task_memory.pipeline import Pending, run_beside
 from offprompt.task_memory.storage import (
     ArtifactStorage,
@@ -116,7 +117,10 @@ class TaskMemory:
         tenant: Scope of every namespace; two tenants never see each other's data.
         chunk_tokens: Tokens per chunk (default storages only).
         overlap_tokens: Overlap tokens used when embedding a chunk.
-        page_tokens: Default page size of :meth:`read`.
+        page_tokens: The page unit: :meth:`read`'s default page size, the pages the
+            card counts, and the pages ``read_memory`` serves (so a page number from the
+            card reads that page). The default fits one page and its header in the
+            memory tools' default ``max_output_tokens``.
         scope: A :class:`~offprompt.scope.Scope` partition (tenant, user, agent,
             session, run): chunks, blobs and namespace metadata are written with it and
             every read, query, page and listing is filtered by it in the store.
@@ -160,7 +164,7 @@ class TaskMemory:
         tenant: str = "default",
         chunk_tokens: int = 512,
         overlap_tokens: int = 64,
-        page_tokens: int = 2048,
+        page_tokens: int = DEFAULT_PAGE_TOKENS,
         scope: Scope | None = None,
         retention: RetentionPolicy | None = None,
         tracer: Tracer | None = None,
@@ -671,12 +675,10 @@ class TaskMemory:
                 self._totals(meta)
                 if all(e.get("indexed", True) for e in meta["artifacts"]):
                     stats = dict(meta.get("stats") or {})
-                    stats.update(
-                        indexed=True,
-                        tokens=int(meta["tokens"]),
-                        tokens_estimated=False,
-                        pages=max(1, math.ceil(int(meta["tokens"]) / self.page_tokens)),
-                    )
+                    if stats.get("tokens_estimated") or not stats.get("pages"):
+                        # Until _pages_job cuts the real pages (on first need).
+                        stats["pages"] = max(1, math.ceil(int(meta["tokens"]) / self.page_tokens))
+                    stats.update(indexed=True, tokens=int(meta["tokens"]), tokens_estimated=False)
                     meta["stats"] = stats
                 self.vector_store.put_metadata(namespace, _META_KEY, meta)
 
@@ -848,10 +850,13 @@ class TaskMemory:
         view = self._view(namespace, meta, fresh)
         data = view.data
         sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
+        pages = 0
         if indexed:
             tokens, estimated = int(meta["tokens"]), False
         elif len(data) <= _EXACT_AT_ONCE_BYTES:
             tokens, estimated = self.tokenizer.count(data.decode("utf-8")), False
+            # read()'s own page cuts (pages are recounted, so not always tokens/page_tokens)
+            pages = len(view.page_bounds(self.tokenizer.encoding, self.page_tokens)) - 1
         else:
             per_byte = self.tokenizer.count(sample) / max(1, len(sample.encode("utf-8")))
             tokens, estimated = round(per_byte * len(data)), True
@@ -860,7 +865,7 @@ class TaskMemory:
             lines=view.lines,
             tokens=tokens,
             tokens_estimated=estimated,
-            pages=max(1, math.ceil(tokens / self.page_tokens)),
+            pages=max(1, pages or math.ceil(tokens / self.page_tokens)),
             page_tokens=self.page_tokens,
             head=view.head(3),
             tail=view.tail(3) if view.lines > 3 else [],
@@ -1173,7 +1178,7 @@ class TaskMemory:
             meta = self._meta(namespace) or meta
         storage = self._kind_storage("text")
         assert isinstance(storage, TextArtifactStorage)
-        per_page = self._chunks_per_page(storage, self.page_tokens)
+        pages = int((meta.get("stats") or {}).get("pages") or 1)
         indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
         hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
         emit_safely(
@@ -1196,7 +1201,12 @@ class TaskMemory:
                         "score": h.score,
                         "artifact_id": h.payload.get("artifact_id"),
                         "chunk_index": h.payload.get("chunk_index"),
-                        "page": int(h.payload.get("seq", 0)) // per_page + 1,
+                        # The page of read(): where the chunk's first token falls.
+                        "page": min(
+                            pages,
+                            int(h.payload.get("seq", 0)) * storage.chunk_tokens // self.page_tokens
+                            + 1,
+                        ),
                     },
                 )
                 for h in hits
