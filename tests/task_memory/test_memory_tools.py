@@ -116,6 +116,8 @@ def test_a_page_number_from_the_card_reads_that_page(lines: int) -> None:
     text = "".join(
         f"line {i} of the report: node-{i % 97} answered {i * 13} ms\n" for i in range(lines)
     )
+    cut = text.index(f"line {lines * 9 // 10} ")
+    text = text[:cut] + "CRIT vault-9 rejected K-77421\n" + text[cut:]
     with TaskMemory() as memory:  # the defaults: one page unit for card and read_memory
         reference = memory.process_output("r", "call", TextArtifact(text, name="rep"))
         card = reference.value  # what the model sees
@@ -135,6 +137,13 @@ def test_a_page_number_from_the_card_reads_that_page(lines: int) -> None:
         assert "".join(joined) == text  # the card's pages are exactly read_memory's
         past = read.call(artifact_namespace="rep", page=pages + 1)
         assert past.is_error and f"between 1 and {pages}" in past.text
+        # query_memory's "(page N)" is that page too: the passage starts on page N.
+        query = {s.name: s for s in memory_tool_specs(memory)}["query_memory"]
+        found = query.call(artifact_namespace="rep", query="vault-9 rejected K-77421", top_n=1)
+        header, passage = found.text.split("\n\n", 1)[1].split("\n", 1)
+        page = int(re.fullmatch(r"\[1\] \(page (\d+)\)", header).group(1))  # type: ignore[union-attr]
+        here, after = joined[page - 1], "".join(joined[page : page + 2])
+        assert "K-77421" in passage and 0 <= (here + after).find(passage[:80]) < len(here)
 
 
 def test_json_outline_and_query(tools: dict[str, MemoryToolSpec]) -> None:

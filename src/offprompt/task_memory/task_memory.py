@@ -37,6 +37,7 @@ import functools
 import math
 import threading
 import uuid
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -789,6 +790,13 @@ class TaskMemory:
                 self._views.popitem(last=False)
         return view
 
+    def _cached_view(self, namespace: str, meta: Mapping[str, Any]) -> TextView | None:
+        """The namespace's view if it is in the cache (never reads the text)."""
+        entries = meta["artifacts"]
+        key = (namespace, tuple((e["generation"], e["id"], e.get("first_seq")) for e in entries))
+        with self._views_lock:
+            return self._views.get(key)
+
     def _text_view(self, namespace: str) -> TextView:
         meta = self._require(namespace)
         if meta["storage"] != "text":
@@ -1178,7 +1186,7 @@ class TaskMemory:
             meta = self._meta(namespace) or meta
         storage = self._kind_storage("text")
         assert isinstance(storage, TextArtifactStorage)
-        pages = int((meta.get("stats") or {}).get("pages") or 1)
+        page_of = self._page_finder(namespace, meta, storage)
         indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
         hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
         emit_safely(
@@ -1201,18 +1209,45 @@ class TaskMemory:
                         "score": h.score,
                         "artifact_id": h.payload.get("artifact_id"),
                         "chunk_index": h.payload.get("chunk_index"),
-                        # The page of read(): where the chunk's first token falls.
-                        "page": min(
-                            pages,
-                            int(h.payload.get("seq", 0)) * storage.chunk_tokens // self.page_tokens
-                            + 1,
-                        ),
+                        "page": page_of(h.payload),
                     },
                 )
                 for h in hits
             ],
             name=namespace,
         )
+
+    def _page_finder(
+        self, namespace: str, meta: Mapping[str, Any], storage: TextArtifactStorage
+    ) -> Callable[[Mapping[str, Any]], int]:
+        """``page_of(chunk payload)``: the :meth:`read` page holding the chunk's start.
+
+        Exact when the namespace's pages are already cut (the memory tools cut them
+        before they query) and its text is ASCII (character offsets are byte offsets);
+        otherwise estimated from the chunk's token position.
+        """
+        pages = max(1, int((meta.get("stats") or {}).get("pages") or 1))
+        starts, offset = [], 0  # (first seq, byte offset in the view's text) per artifact
+        for entry in meta["artifacts"]:
+            starts.append((int(entry.get("first_seq", 0)), offset))
+            offset += int(entry.get("bytes", 0))
+        starts.sort()
+        firsts = [first for first, _ in starts]
+        ascii_only = all("chars" in e and e.get("bytes") == e["chars"] for e in meta["artifacts"])
+        bounds = None
+        if meta.get("pages_exact") and ascii_only:
+            view = self._cached_view(namespace, meta)
+            if view is not None:
+                bounds = view.cached_page_bounds(self.tokenizer.encoding, self.page_tokens)
+
+        def page_of(payload: Mapping[str, Any]) -> int:
+            seq = int(payload.get("seq", 0))
+            if bounds is not None and starts:
+                at = starts[max(bisect_right(firsts, seq) - 1, 0)][1] + int(payload.get("start", 0))
+                return min(len(bounds) - 1, max(1, bisect_right(bounds, at)))
+            return min(pages, seq * storage.chunk_tokens // self.page_tokens + 1)
+
+        return page_of
 
     @staticmethod
     def _chunks_per_page(storage: ArtifactStorage, page_tokens: int) -> int:

@@ -304,6 +304,11 @@ class TextView:
 
     # ------------------------------------------------------------------ pages
 
+    def cached_page_bounds(self, encoding: Any, page_tokens: int) -> list[int] | None:
+        """:meth:`page_bounds` if already computed, else None (never tokenises)."""
+        with self._lock:
+            return self._pages.get((id(encoding), page_tokens))
+
     def page_bounds(self, encoding: Any, page_tokens: int) -> list[int]:
         """Byte offsets ``[0, b1, ..., len(data)]`` of pages of at most ``page_tokens``.
 
