@@ -353,3 +353,31 @@ async def test_async_twins(memory: TaskMemory) -> None:
     memory.process_output("t", "call", JsonArtifact({"a": [1, 2]}, name="aj"))
     assert await memory.ajson_query("aj", "length(a)") == 2
     assert "array[2]" in await memory.ajson_outline("aj")
+
+
+def test_a_single_line_of_megabytes_is_bounded_everywhere_and_stays_intact() -> None:
+    # The case is 100 MB on one line (benchmarks/bench_reference.py --single-line-mb
+    # runs it); 1.7 MB already spans two tokenisation segments and many TextView blocks.
+    from offprompt.task_memory.tools import memory_tool_specs
+
+    line = "".join(f"k{i}=v{i * 7 % 1000};" for i in range(170_000))
+    line = line[: len(line) * 4 // 5] + "NEEDLE=K-77421;" + line[len(line) * 4 // 5 :]
+    assert "\n" not in line and len(line) > 1_700_000
+    with TaskMemory() as memory:
+        info = memory.process_output("dump", "call", TextArtifact(line, name="one"))
+        assert memory.tokenizer.count(info.value) <= 300 and "1 lines" in info.value
+        found = memory.grep("one", "K-77421", regex=False)
+        assert found.total_matches == 1 and found.matches[0].line_number == 1
+        assert "K-77421" in found.matches[0].line and len(found.matches[0].line) < 1_000
+        tools = {s.name: s for s in memory_tool_specs(memory)}
+        for name, arguments in (
+            ("grep_memory", {"pattern": "NEEDLE=K-[0-9]+", "regex": True}),
+            ("read_memory", {"start_line": 1, "end_line": 1}),
+            ("read_memory", {"page": 2}),
+        ):
+            answer = tools[name].call(artifact_namespace="one", **arguments)
+            assert not answer.is_error and memory.tokenizer.count(answer.text) <= 1000, name
+        assert "K-77421" in tools["grep_memory"].run(artifact_namespace="one", pattern="K-77421")
+        assert memory.wait_indexed("one", timeout=240)
+        assert any("K-77421" in h.value for h in memory.query("one", "NEEDLE K-77421").value)
+        assert memory.load_artifacts("one").value[0].value == line

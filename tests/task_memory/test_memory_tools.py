@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from offprompt.artifacts import BlobArtifact, JsonArtifact, TextArtifact
 from offprompt.errors import ValidationError
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS, PAGE_HEADER_TOKENS
 from offprompt.task_memory.tools import MEMORY_TOOL_NAMES, MemoryToolSpec, memory_tool_specs
 from offprompt.vectors import QdrantVectorStore
 
@@ -30,7 +32,8 @@ BOUND = 300
 
 @pytest.fixture(scope="module")
 def memory() -> TaskMemory:
-    memory = TaskMemory(index="sync")
+    # Pages sized so that one page and its header fit in BOUND (the tools' bound).
+    memory = TaskMemory(index="sync", page_tokens=BOUND - PAGE_HEADER_TOKENS)
     memory.process_output("logs", "call", TextArtifact(LOGS, name="logs-1"))
     memory.process_output("jobs", "call", JsonArtifact(JOBS, name="jobs-1"))
     memory.process_output("pic", "call", BlobArtifact(b"\x89PNG\x00\x01", name="blob-1"))
@@ -99,6 +102,48 @@ def test_read_pages_and_line_ranges(tools: dict[str, MemoryToolSpec]) -> None:
     assert "Lines 3000-3000 of 3000" in run(
         tools, "read_memory", artifact_namespace="logs-1", start_line=3000
     )
+
+
+def _card_pages(card: str) -> tuple[int, int]:
+    found = re.search(r"\| (~?[\d,.]+[kM]?) pages of ([\d,]+) tokens", card)
+    assert found is not None, card
+    assert not found.group(1).startswith("~"), "exact counts expected here"
+    return int(found.group(1).replace(",", "")), int(found.group(2).replace(",", ""))
+
+
+@pytest.mark.parametrize("lines", [700, 30_000])  # exact at once; exact once indexed
+def test_a_page_number_from_the_card_reads_that_page(lines: int) -> None:
+    text = "".join(
+        f"line {i} of the report: node-{i % 97} answered {i * 13} ms\n" for i in range(lines)
+    )
+    cut = text.index(f"line {lines * 9 // 10} ")
+    text = text[:cut] + "CRIT vault-9 rejected K-77421\n" + text[cut:]
+    with TaskMemory() as memory:  # the defaults: one page unit for card and read_memory
+        reference = memory.process_output("r", "call", TextArtifact(text, name="rep"))
+        card = reference.value  # what the model sees
+        if lines > 1000:
+            assert "pages" in reference.value and "~" in reference.value  # an estimate first
+            assert memory.wait_indexed("rep", timeout=120)
+            card = memory.describe("rep")  # exact once indexed
+        pages, page_tokens = _card_pages(card)
+        assert page_tokens == memory.page_tokens == DEFAULT_PAGE_TOKENS
+        read = {s.name: s for s in memory_tool_specs(memory)}["read_memory"]
+        joined = []
+        for page in range(1, pages + 1):
+            answer = read.call(artifact_namespace="rep", page=page)
+            assert not answer.is_error and answer.text.startswith(f"Page {page} of {pages} ")
+            assert "[... cut" not in answer.text  # a whole page fits the default bound
+            joined.append(answer.text.split(":\n", 1)[1])
+        assert "".join(joined) == text  # the card's pages are exactly read_memory's
+        past = read.call(artifact_namespace="rep", page=pages + 1)
+        assert past.is_error and f"between 1 and {pages}" in past.text
+        # query_memory's "(page N)" is that page too: the passage starts on page N.
+        query = {s.name: s for s in memory_tool_specs(memory)}["query_memory"]
+        found = query.call(artifact_namespace="rep", query="vault-9 rejected K-77421", top_n=1)
+        header, passage = found.text.split("\n\n", 1)[1].split("\n", 1)
+        page = int(re.fullmatch(r"\[1\] \(page (\d+)\)", header).group(1))  # type: ignore[union-attr]
+        here, after = joined[page - 1], "".join(joined[page : page + 2])
+        assert "K-77421" in passage and 0 <= (here + after).find(passage[:80]) < len(here)
 
 
 def test_json_outline_and_query(tools: dict[str, MemoryToolSpec]) -> None:

@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
+
 __all__ = ["Kind", "OutputStats", "render_card", "sniff_kind", "tools_for"]
 
 Kind = Literal["text", "json", "ndjson", "csv", "binary", "image"]
@@ -44,8 +46,9 @@ class OutputStats(BaseModel):
             ``tokens_estimated``.
         tokens_estimated: ``tokens`` (and so ``pages``) is extrapolated from a sample;
             exact once the namespace is indexed.
-        pages: Pages of ``page_tokens`` tokens that :meth:`TaskMemory.read` serves.
-        page_tokens: The memory's default page size.
+        pages: Pages of ``page_tokens`` tokens that :meth:`TaskMemory.read` and
+            ``read_memory`` serve.
+        page_tokens: The memory's page unit (``TaskMemory(page_tokens=)``).
         head: The first lines, ``(line number, line cut to a bounded length)``.
         tail: The last lines, same form (empty when ``head`` already shows them all).
         json_outline: For ``json`` / ``ndjson``: the shape (types, keys, array lengths).
@@ -60,7 +63,7 @@ class OutputStats(BaseModel):
     tokens: int = 0
     tokens_estimated: bool = False
     pages: int = 0
-    page_tokens: int = 2048
+    page_tokens: int = DEFAULT_PAGE_TOKENS
     head: list[tuple[int, str]] = Field(default_factory=list)
     tail: list[tuple[int, str]] = Field(default_factory=list)
     json_outline: str | None = None

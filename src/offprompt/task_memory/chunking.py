@@ -62,7 +62,19 @@ class Segment:
 
 @lru_cache(maxsize=4)
 def _token_byte_lengths(encoding: Any) -> npt.NDArray[np.int64]:
+    """Bytes of every token id (0 for ids the encoding does not use)."""
     lengths = np.zeros(encoding.max_token_value + 1, dtype=np.int64)
+    ranks = getattr(encoding, "_mergeable_ranks", None)
+    specials = getattr(encoding, "_special_tokens", None)
+    if isinstance(ranks, dict) and isinstance(specials, dict):
+        # From the tables the encoding was built from: ~10x faster than asking the
+        # encoding for 200k tokens one by one (0.5 s, paid by the first index job).
+        lengths[np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))] = np.fromiter(
+            map(len, ranks), dtype=np.int64, count=len(ranks)
+        )
+        for name, token in specials.items():
+            lengths[token] = len(name.encode("utf-8"))
+        return lengths
     for token in range(encoding.max_token_value + 1):
         try:
             lengths[token] = len(encoding.decode_single_token_bytes(token))

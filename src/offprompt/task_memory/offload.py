@@ -41,6 +41,7 @@ __all__ = [
     "ACTIVITY",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_MIN_TOKENS",
+    "DEFAULT_PAGE_TOKENS",
     "ERROR_LINE_CHARS",
     "OffloadError",
     "OffloadPolicy",
@@ -57,6 +58,15 @@ DEFAULT_MIN_TOKENS = 500
 
 DEFAULT_MAX_OUTPUT_TOKENS = 1000
 """Bound of what one memory tool call or one offloaded reference may send the model."""
+
+PAGE_HEADER_TOKENS = 64
+"""Room ``read_memory`` keeps for its ``Page i of n of artifact_namespace "..."`` line."""
+
+DEFAULT_PAGE_TOKENS = DEFAULT_MAX_OUTPUT_TOKENS - PAGE_HEADER_TOKENS
+"""The one page unit: ``TaskMemory(page_tokens=)``'s default. :meth:`TaskMemory.read`,
+``read_memory`` and the card's "N pages of T tokens" all count pages of the memory's
+``page_tokens``; with this default one page and its header fit in
+:data:`DEFAULT_MAX_OUTPUT_TOKENS`."""
 
 ERROR_LINE_CHARS = 200
 """Characters of a stored error's first line that the model sees."""

@@ -207,14 +207,12 @@ class TextArtifactStorage:
             )
             entry.update(indexed=True)
             return entry
-        entry, data = self.write_raw(namespace, artifact, generation=generation, tenant=tenant)
+        text, data = self.encode_raw(artifact)
+        entry = self.raw_entry(artifact, generation, text, data)
+        entry["raw"] = self.put_raw(namespace, data, tenant=tenant)
         entry.update(
             self.index_text(
-                namespace,
-                data.decode("utf-8"),
-                generation=generation,
-                first_seq=first_seq,
-                tenant=tenant,
+                namespace, text, generation=generation, first_seq=first_seq, tenant=tenant
             ),
             indexed=True,
             first_seq=first_seq,
@@ -225,19 +223,43 @@ class TextArtifactStorage:
         self, namespace: str, artifact: BaseArtifact, *, generation: str, tenant: str
     ) -> tuple[Entry, bytes]:
         """Store the raw text of ``artifact`` durably; returns its entry (not yet indexed)
-        and the UTF-8 bytes.
+        and the UTF-8 bytes (:meth:`encode_raw`, :meth:`raw_entry` and :meth:`put_raw`
+        in one call).
 
         Raises:
             ValidationError: Not a text/JSON artifact, or text that is not valid Unicode.
         """
+        text, data = self.encode_raw(artifact)
+        entry = self.raw_entry(artifact, generation, text, data)
+        entry["raw"] = self.put_raw(namespace, data, tenant=tenant)
+        return entry, data
+
+    @staticmethod
+    def encode_raw(artifact: BaseArtifact) -> tuple[str, bytes]:
+        """The text kept for ``artifact`` and its UTF-8 bytes (encoded once).
+
+        Raises:
+            ValidationError: Not a text/JSON artifact, or text that is not valid Unicode.
+        """
+        text = text_of(artifact)
+        return text, encode_utf8(text)
+
+    @staticmethod
+    def raw_entry(artifact: BaseArtifact, generation: str, text: str, data: bytes) -> Entry:
+        """The entry of a raw write, not yet indexed; ``raw`` (the blob key) is filled in
+        by the caller once :meth:`put_raw` returned."""
+        entry = _describe(artifact, generation, 0)
+        entry.update(raw=None, bytes=len(data), chars=len(text), chunks=0, tokens=0, indexed=False)
+        return entry
+
+    def put_raw(self, namespace: str, data: bytes, *, tenant: str) -> str:
+        """Store ``data`` (durably under ``path=``) in the raw store; returns its key.
+
+        Safe to run in another thread: the blob stores hash and write without the GIL.
+        """
         if self.raw_store is None:
             raise ValidationError("this TextArtifactStorage has no raw_store")
-        text = text_of(artifact)
-        data = encode_utf8(text)
-        key = self.raw_store.put(namespace, data, tenant=tenant, **self._raw_kw)
-        entry = _describe(artifact, generation, 0)
-        entry.update(raw=key, bytes=len(data), chars=len(text), chunks=0, tokens=0, indexed=False)
-        return entry, data
+        return self.raw_store.put(namespace, data, tenant=tenant, **self._raw_kw)
 
     def raw_bytes(self, namespace: str, entry: Entry, *, tenant: str) -> bytes:
         """The stored UTF-8 text of one committed ``entry`` (raw, or joined chunks)."""

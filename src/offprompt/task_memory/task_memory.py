@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import threading
 import uuid
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -68,6 +70,8 @@ from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobSt
 from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
+from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
+from offprompt.task_memory.pipeline import Pending, run_beside
 from offprompt.task_memory.storage import (
     ArtifactStorage,
     BlobArtifactStorage,
@@ -91,6 +95,8 @@ _META_KEY = "task_memory"
 _EXACT_AT_ONCE_BYTES = 256 * 1024
 _PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
 _SAMPLE_BYTES = 16 * 1024
+# Raw outputs from this size on are hashed and written in a worker thread.
+_BESIDE_BYTES = 1 << 20
 _VIEWS_CACHED = 4
 
 
@@ -112,7 +118,10 @@ class TaskMemory:
         tenant: Scope of every namespace; two tenants never see each other's data.
         chunk_tokens: Tokens per chunk (default storages only).
         overlap_tokens: Overlap tokens used when embedding a chunk.
-        page_tokens: Default page size of :meth:`read`.
+        page_tokens: The page unit: :meth:`read`'s default page size, the pages the
+            card counts, and the pages ``read_memory`` serves (so a page number from the
+            card reads that page). The default fits one page and its header in the
+            memory tools' default ``max_output_tokens``.
         scope: A :class:`~offprompt.scope.Scope` partition (tenant, user, agent,
             session, run): chunks, blobs and namespace metadata are written with it and
             every read, query, page and listing is filtered by it in the store.
@@ -156,7 +165,7 @@ class TaskMemory:
         tenant: str = "default",
         chunk_tokens: int = 512,
         overlap_tokens: int = 64,
-        page_tokens: int = 2048,
+        page_tokens: int = DEFAULT_PAGE_TOKENS,
         scope: Scope | None = None,
         retention: RetentionPolicy | None = None,
         tracer: Tracer | None = None,
@@ -235,6 +244,9 @@ class TaskMemory:
         self._views_lock = threading.Lock()
         self._indexer: BackgroundIndexer | None = None
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
+        # The text of raw writes not yet indexed, by generation: the indexer starts from
+        # the str it was given instead of decoding the stored bytes again.
+        self._texts: dict[str, str] = {}
         self._closed = False
         self._resume_unindexed()
 
@@ -256,6 +268,7 @@ class TaskMemory:
         self._closed = True
         if self._indexer is not None:
             self._indexer.stop()
+        self._texts.clear()
         if self._owns_vector_store:
             self.vector_store.close()
 
@@ -340,6 +353,23 @@ class TaskMemory:
             StorageMismatchError: The namespace holds another storage's artifacts.
             ValidationError: No storage for the type, or a mixed / empty list.
         """
+        meta, unindexed = self._store(
+            namespace, artifact, tool=tool, activity=activity, sensitive=sensitive, context=context
+        )
+        return self._after_store(namespace, meta, unindexed)
+
+    def _store(
+        self,
+        namespace: str,
+        artifact: BaseArtifact,
+        *,
+        tool: str | None,
+        activity: str | None,
+        sensitive: bool,
+        context: ActionSubtaskMetaEntry | None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The committed write of :meth:`store_artifact`: its metadata and the entries
+        left to index (the caller schedules them, see :meth:`_after_store`)."""
         validate_namespace(namespace)
         if not isinstance(artifact, BaseArtifact):
             raise ValidationError(
@@ -374,7 +404,10 @@ class TaskMemory:
             )
             generations: list[str] = []
             fresh: dict[str, bytes] = {}
+            texts: dict[str, str] = {}
+            puts: list[tuple[dict[str, Any], Pending[str]]] = []
             seq = sum(int(e["chunks"]) for e in meta["artifacts"])
+            committed = meta["artifacts"]
             entries = []
             try:
                 for item in items:
@@ -383,9 +416,15 @@ class TaskMemory:
                     generations.append(generation)
                     if raw:
                         assert isinstance(storage, TextArtifactStorage)
-                        entry, fresh[generation] = storage.write_raw(
-                            namespace, item, generation=generation, tenant=self.tenant
+                        text, data = storage.encode_raw(item)
+                        entry = storage.raw_entry(item, generation, text, data)
+                        # Hashing and the durable write need no GIL: they run beside the
+                        # card's stats below and are joined before the commit.
+                        put = functools.partial(
+                            storage.put_raw, namespace, data, tenant=self.tenant
                         )
+                        puts.append((entry, run_beside(put, inline=len(data) < _BESIDE_BYTES)))
+                        fresh[generation], texts[generation] = data, text
                     else:
                         entry = storage.write(
                             namespace,
@@ -397,24 +436,34 @@ class TaskMemory:
                         entry.setdefault("indexed", True)
                     entries.append(entry)
                     seq += int(entry["chunks"])
+                meta["artifacts"] = [*committed, *entries]
+                self._totals(meta)
+                stats = self._fresh_stats(namespace, meta, items, fresh)
+                for entry, pending in puts:
+                    entry["raw"] = pending.result()  # raises a write's failure
             except BaseException:
+                for _, pending in puts:
+                    pending.wait()  # no write may still be running when we clean up
                 # The write already failed; whatever it left stays invisible anyway.
                 with contextlib.suppress(Exception):
                     storage.discard(
-                        namespace, meta["artifacts"], tenant=self.tenant, generations=generations
+                        namespace, committed, tenant=self.tenant, generations=generations
                     )
                 raise
-            meta["artifacts"] = [*meta["artifacts"], *entries]
             meta["updated_at"] = now
             meta["tool"] = meta.get("tool") or tool
             meta["activity"] = meta.get("activity") or activity
             meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
             if context is not None:
                 meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
-            self._totals(meta)
-            meta["stats"] = self._fresh_stats(namespace, meta, items, fresh)
+            if meta["sensitive"]:
+                # The card never shows a sensitive output's content, only its shape.
+                stats["head"], stats["tail"], stats["json_outline"] = [], [], None
+            meta["stats"] = stats
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
+            if self.index_mode == "background":
+                self._texts.update(texts)  # the indexer starts from the str, not the bytes
             emit_safely(
                 self.tracer,
                 TraceEvent(
@@ -425,9 +474,16 @@ class TaskMemory:
                     detail={"namespace": namespace, "tool": tool, "activity": activity},
                 ),
             )
-        if any(not e.get("indexed", True) for e in entries):
+        return meta, [e for e in entries if not e.get("indexed", True)]
+
+    def _after_store(
+        self, namespace: str, meta: dict[str, Any], unindexed: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """What follows a committed write: indexing (or its queueing), the exact page
+        count in ``sync`` mode, retention. Returns the public metadata."""
+        if unindexed:
             self._schedule(namespace)
-        elif self.index_mode == "sync" and storage.kind == "text":
+        elif self.index_mode == "sync" and meta["storage"] == "text":
             self._pages_job(namespace)  # exact page count (and JSON check) before returning
             meta = self._meta(namespace) or meta
         if self.retention is not None and self.retention.on_write:
@@ -475,7 +531,7 @@ class TaskMemory:
             # Later steps read where the output went (Griptape fills it in the same way).
             context.answer = sentence
         try:
-            meta = self.store_artifact(
+            meta, unindexed = self._store(
                 namespace,
                 artifact,
                 tool=tool_name,
@@ -496,6 +552,9 @@ class TaskMemory:
             card = render_card(stats, max_tokens=budget, count=self.tokenizer.count)
             if card:
                 value = f"{sentence}\n{card}"
+        # Indexing starts once the reference is ready: the worker's first steps would
+        # otherwise hold the GIL while the card is rendered.
+        self._after_store(namespace, meta, unindexed)
         return InfoArtifact(
             value=value,
             meta={
@@ -584,7 +643,9 @@ class TaskMemory:
             generation = todo["generation"]
             # A crash mid-index left some of this generation's chunks: start clean.
             storage.drop_chunks(namespace, [generation], tenant=self.tenant)
-            text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
+            text = self._texts.pop(generation, None)
+            if text is None:  # written by another process, or before a restart
+                text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
             try:
                 counts = storage.index_text(
                     namespace,
@@ -615,12 +676,10 @@ class TaskMemory:
                 self._totals(meta)
                 if all(e.get("indexed", True) for e in meta["artifacts"]):
                     stats = dict(meta.get("stats") or {})
-                    stats.update(
-                        indexed=True,
-                        tokens=int(meta["tokens"]),
-                        tokens_estimated=False,
-                        pages=max(1, math.ceil(int(meta["tokens"]) / self.page_tokens)),
-                    )
+                    if stats.get("tokens_estimated") or not stats.get("pages"):
+                        # Until _pages_job cuts the real pages (on first need).
+                        stats["pages"] = max(1, math.ceil(int(meta["tokens"]) / self.page_tokens))
+                    stats.update(indexed=True, tokens=int(meta["tokens"]), tokens_estimated=False)
                     meta["stats"] = stats
                 self.vector_store.put_metadata(namespace, _META_KEY, meta)
 
@@ -731,6 +790,13 @@ class TaskMemory:
                 self._views.popitem(last=False)
         return view
 
+    def _cached_view(self, namespace: str, meta: Mapping[str, Any]) -> TextView | None:
+        """The namespace's view if it is in the cache (never reads the text)."""
+        entries = meta["artifacts"]
+        key = (namespace, tuple((e["generation"], e["id"], e.get("first_seq")) for e in entries))
+        with self._views_lock:
+            return self._views.get(key)
+
     def _text_view(self, namespace: str) -> TextView:
         meta = self._require(namespace)
         if meta["storage"] != "text":
@@ -792,10 +858,13 @@ class TaskMemory:
         view = self._view(namespace, meta, fresh)
         data = view.data
         sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
+        pages = 0
         if indexed:
             tokens, estimated = int(meta["tokens"]), False
         elif len(data) <= _EXACT_AT_ONCE_BYTES:
             tokens, estimated = self.tokenizer.count(data.decode("utf-8")), False
+            # read()'s own page cuts (pages are recounted, so not always tokens/page_tokens)
+            pages = len(view.page_bounds(self.tokenizer.encoding, self.page_tokens)) - 1
         else:
             per_byte = self.tokenizer.count(sample) / max(1, len(sample.encode("utf-8")))
             tokens, estimated = round(per_byte * len(data)), True
@@ -804,7 +873,7 @@ class TaskMemory:
             lines=view.lines,
             tokens=tokens,
             tokens_estimated=estimated,
-            pages=max(1, math.ceil(tokens / self.page_tokens)),
+            pages=max(1, pages or math.ceil(tokens / self.page_tokens)),
             page_tokens=self.page_tokens,
             head=view.head(3),
             tail=view.tail(3) if view.lines > 3 else [],
@@ -1117,7 +1186,7 @@ class TaskMemory:
             meta = self._meta(namespace) or meta
         storage = self._kind_storage("text")
         assert isinstance(storage, TextArtifactStorage)
-        per_page = self._chunks_per_page(storage, self.page_tokens)
+        page_of = self._page_finder(namespace, meta, storage)
         indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
         hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
         emit_safely(
@@ -1140,13 +1209,45 @@ class TaskMemory:
                         "score": h.score,
                         "artifact_id": h.payload.get("artifact_id"),
                         "chunk_index": h.payload.get("chunk_index"),
-                        "page": int(h.payload.get("seq", 0)) // per_page + 1,
+                        "page": page_of(h.payload),
                     },
                 )
                 for h in hits
             ],
             name=namespace,
         )
+
+    def _page_finder(
+        self, namespace: str, meta: Mapping[str, Any], storage: TextArtifactStorage
+    ) -> Callable[[Mapping[str, Any]], int]:
+        """``page_of(chunk payload)``: the :meth:`read` page holding the chunk's start.
+
+        Exact when the namespace's pages are already cut (the memory tools cut them
+        before they query) and its text is ASCII (character offsets are byte offsets);
+        otherwise estimated from the chunk's token position.
+        """
+        pages = max(1, int((meta.get("stats") or {}).get("pages") or 1))
+        starts, offset = [], 0  # (first seq, byte offset in the view's text) per artifact
+        for entry in meta["artifacts"]:
+            starts.append((int(entry.get("first_seq", 0)), offset))
+            offset += int(entry.get("bytes", 0))
+        starts.sort()
+        firsts = [first for first, _ in starts]
+        ascii_only = all("chars" in e and e.get("bytes") == e["chars"] for e in meta["artifacts"])
+        bounds = None
+        if meta.get("pages_exact") and ascii_only:
+            view = self._cached_view(namespace, meta)
+            if view is not None:
+                bounds = view.cached_page_bounds(self.tokenizer.encoding, self.page_tokens)
+
+        def page_of(payload: Mapping[str, Any]) -> int:
+            seq = int(payload.get("seq", 0))
+            if bounds is not None and starts:
+                at = starts[max(bisect_right(firsts, seq) - 1, 0)][1] + int(payload.get("start", 0))
+                return min(len(bounds) - 1, max(1, bisect_right(bounds, at)))
+            return min(pages, seq * storage.chunk_tokens // self.page_tokens + 1)
+
+        return page_of
 
     @staticmethod
     def _chunks_per_page(storage: ArtifactStorage, page_tokens: int) -> int:
@@ -1237,6 +1338,8 @@ class TaskMemory:
                 self._indexer.wait(namespace)
             finally:
                 self._cancelled.discard(namespace)
+        for entry in meta["artifacts"]:
+            self._texts.pop(entry["generation"], None)
         storage = self._kind_storage(meta["storage"])
         with self._lock:
             current = self._meta(namespace)

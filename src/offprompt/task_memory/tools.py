@@ -376,8 +376,9 @@ class _Tools:
         namespace = args.artifact_namespace
         if args.start_line is None and args.end_line is None:
             page = 1 if args.page is None else args.page
-            # The header costs a few tokens: the page fits in the bound with it.
-            found = memory.read(namespace, page, page_tokens=max(1, self.max_output_tokens - 40))
+            # The memory's page unit, the one its card counts in (a page number from the
+            # card reads that page); the default page fits the default bound with this header.
+            found = memory.read(namespace, page)
             pages = found.meta.get("pages", 1)
             return f'Page {page} of {pages} of artifact_namespace "{namespace}":\n{found.value}'
         if args.page is not None:

@@ -80,8 +80,9 @@ class DemoResult:
         namespace: Where the log was stored off-prompt.
         document_bytes: Size of the tool output (UTF-8 bytes).
         document_tokens: Its tokens (``o200k_base``).
-        reference: The sentence the model got instead of the log.
-        reference_tokens: Tokens of that sentence.
+        reference: What the model got instead of the log: the reference sentence, then
+            the card (size, lines, first and last lines, the tools that fit).
+        reference_tokens: Tokens of that reference.
         chars_to_model: Characters the LangChain model received over all its calls.
         query_result: What ``query_memory`` returned to the model.
         answer: The LangChain agent's answer.
@@ -143,7 +144,7 @@ def _langchain_script(seen: dict[str, str]) -> list[Any]:
         found = find_references(reference)
         if not found:  # the log reached the model: there is nothing to query
             return "The log came back inline; I cannot query it."
-        seen["reference"] = found[0].sentence
+        seen["reference"] = reference  # the whole of it: the sentence, then the card
         return tool_call(
             "query_memory",
             {
@@ -378,7 +379,7 @@ def run(
                 f"[bold]{result.namespace}[/bold], {meta.get('chunks', '?')} chunks.",
                 soft_wrap=True,
             )
-            out.print("The model got this sentence instead of the log:")
+            out.print("The model got this reference instead of the log:")
             out.print(Panel(Text(result.reference), expand=False, border_style="green"))
             kept = result.document_tokens - result.reference_tokens
             ratio = result.document_tokens / max(result.reference_tokens, 1)
