@@ -36,16 +36,23 @@ if sys.version_info < (3, 11):  # pragma: no cover
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession, McpError, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from offprompt.errors import OffpromptError
 from offprompt.mcp._core import CoreBinding, Offloaded, open_task_memory
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
+from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, upstream_stdio
 from offprompt.scope import Scope
 
-__all__ = ["DEFAULT_TIMEOUT", "REFERENCES_META_KEY", "ProxyConfig", "UpstreamError", "run_proxy"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "REFERENCES_META_KEY",
+    "ProxyConfig",
+    "UpstreamError",
+    "run_proxy",
+]
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds the proxy waits for the upstream server to answer one request."""
@@ -77,6 +84,8 @@ class ProxyConfig:
         timeout: Seconds to wait for each upstream answer (``initialize``: at least
             :data:`INIT_TIMEOUT`, a server may be slow to start).
         max_output_tokens: Bound of every memory-tool output.
+        max_message_bytes: Longest message read from the upstream; a longer answer
+            comes back as an error (and is not kept), so the proxy's memory is bounded.
         env: Environment of the upstream (``None``: the proxy's own environment).
         cwd: Working directory of the upstream (``None``: the proxy's).
     """
@@ -88,6 +97,7 @@ class ProxyConfig:
     sensitive: Sequence[str] = ()
     timeout: float = DEFAULT_TIMEOUT
     max_output_tokens: int = 1000
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     env: dict[str, str] | None = None
     cwd: Path | None = None
 
@@ -318,7 +328,7 @@ async def run_proxy(config: ProxyConfig) -> None:
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(opening.run)
-            gone = await _serve(params, opening, config.timeout)
+            gone = await _serve(params, opening, config)
     except BaseExceptionGroup as group_error:
         raise _single(group_error) from None
     finally:
@@ -370,12 +380,15 @@ class _Opening:
         )
 
 
-async def _serve(params: StdioServerParameters, opening: _Opening, timeout: float) -> bool:
+async def _serve(params: StdioServerParameters, opening: _Opening, config: ProxyConfig) -> bool:
     """Serve until one side leaves; whether the upstream left first."""
     gone = anyio.Event()
     died = False
+    timeout = config.timeout
     try:
-        transport = stdio_client(params, errlog=sys.stderr)
+        transport = upstream_stdio(
+            params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
+        )
         async with transport as (up_read, up_write), anyio.create_task_group() as group:
             sink, tapped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             group.start_soon(_tap, up_read, sink, gone)
