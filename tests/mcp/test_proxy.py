@@ -51,6 +51,8 @@ async def test_a_5mb_log_becomes_a_reference_the_memory_tools_can_search(home, c
         assert "kind: text | 5,000,052 bytes" in text  # the card: what the output holds
         assert len(text) < 2_000 and text.count("GET /api/items") <= 4  # first/last lines only
         assert not result.isError
+        # FastMCP repeats a text result as {"result": text}: the reference replaces it there too
+        assert result.structuredContent == {"result": text}
         (reference,) = stored_references(result)
         assert reference["tool"] == "logs" and reference["activity"] == "call"
         assert reference["bytes"] >= 5_000_000 and reference["kind"] == "text"
@@ -68,6 +70,38 @@ async def test_a_5mb_log_becomes_a_reference_the_memory_tools_can_search(home, c
         assert len(page) < 12_000  # bounded by max_output_tokens (1000)
     # after the proxy exits, the home holds the log byte for byte
     assert load_text(home, namespace) == upstream.log_text(5)
+
+
+async def test_a_20mb_result_reaches_the_client_as_a_reference_and_is_stored_whole(home):
+    # The SDK's own stdio reader is quadratic in a line's length (20 MB: seconds, 100 MB:
+    # minutes); the proxy reads its upstream linearly. 100 MB: benchmarks/bench_mcp.py.
+    upstream = load_upstream()
+    with anyio.fail_after(180):  # a guard against a hang, not a timing
+        async with connect(proxy_command(home)) as session:
+            result = await session.call_tool("logs", {"megabytes": 20})
+            text = text_of(result)
+            assert not result.isError and text.startswith(REFERENCE_START.format(tool="logs"))
+            assert "kind: text | 20,000,024 bytes | 308,786 lines" in text
+            assert result.structuredContent == {"result": text}
+            (reference,) = stored_references(result)
+            assert text_of(await session.call_tool("echo", {"text": "next"})) == "next"
+    assert load_text(home, reference["artifact_namespace"]) == upstream.log_text(20)
+
+
+async def test_an_answer_over_the_message_limit_is_an_error_and_nothing_is_kept(home):
+    with anyio.fail_after(120):
+        async with connect(proxy_command(home, "--max-message-mb", "1")) as session:
+            result = await session.call_tool("logs", {"megabytes": 2})
+            assert result.isError and not stored_references(result)
+            assert text_of(result) == (
+                "the upstream MCP server's answer is 4.1 MB, over the proxy's limit of 1 MB "
+                "(--max-message-mb); none of it was kept"
+            )
+            small = await session.call_tool("logs", {"megabytes": 0.2})
+            assert text_of(small).startswith(REFERENCE_START.format(tool="logs"))
+            (reference,) = stored_references(small)
+    with TaskMemory(path=home / "qdrant") as memory:
+        assert memory.namespaces() == [reference["artifact_namespace"]]
 
 
 async def test_small_results_and_listings_pass_through_unchanged(home):

@@ -138,7 +138,7 @@ def oversized_error(line: Oversized, max_bytes: int) -> types.JSONRPCMessage | N
         code=types.INTERNAL_ERROR,
         message=(
             f"the upstream MCP server's answer is {line.size / 1e6:,.1f} MB, over the "
-            f"proxy's limit of {max_bytes / 1e6:,.0f} MB (--max-message-mb); "
+            f"proxy's limit of {max_bytes / 1e6:g} MB (--max-message-mb); "
             "none of it was kept"
         ),
     )

@@ -7,8 +7,9 @@ of at least ``min_tokens`` tokens (every block of a ``--sensitive`` tool) is sto
 the home's task memory and replaced by the reference sentence and card; an image,
 audio or embedded binary resource larger than about ``min_tokens`` tokens of base64 is
 stored as a blob and replaced by a reference with a card. ``structuredContent`` passes
-through untouched (only the text blocks may become references), as do ``isError``,
-``_meta`` and results that needed no offloading (byte for byte). The stored references
+through, except that a string in it equal to a stored text block becomes the same
+reference (when that still fits the tool's output schema); ``isError``, ``_meta`` and
+results that needed no offloading pass through untouched (byte for byte). The stored references
 ride in the result's ``_meta["offprompt/references"]``.
 
 Faults: a call the upstream does not answer within ``timeout`` seconds, or that the
@@ -34,6 +35,7 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 import anyio
+import jsonschema
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.server.lowlevel import Server
@@ -156,6 +158,8 @@ class Proxy:
         self.upstream = upstream
         self.binding = binding
         self.memory_tools = ToolTable(binding.memory_tools())
+        # The upstream's output schemas, as listed (a swapped structured result must fit).
+        self.output_schemas: dict[str, dict[str, Any]] = {}
         info = init.serverInfo
         self.server: Server[Any, Any] = Server(
             f"offprompt-proxy ({info.name})",
@@ -188,6 +192,9 @@ class Proxy:
     async def list_tools(self, request: types.ListToolsRequest) -> types.ServerResult:
         listed: types.ListToolsResult = await self.upstream.request(request, types.ListToolsResult)
         tools = list(listed.tools)
+        for tool in tools:
+            if tool.outputSchema is not None:
+                self.output_schemas[tool.name] = tool.outputSchema
         clash = sorted({t.name for t in tools} & set(self.memory_tools.tools))
         if clash:
             raise McpError(
@@ -242,6 +249,7 @@ class Proxy:
         is_error = bool(result.isError)
         content: list[types.ContentBlock] = []
         references: list[dict[str, Any]] = []
+        replaced: dict[str, str] = {}
         for block in result.content:
             offloaded = await self._offload_block(tool, block, is_error=is_error)
             if offloaded is None or offloaded.reference is None:
@@ -249,11 +257,44 @@ class Proxy:
                 continue
             references.append(offloaded.reference.to_artifact())
             content.append(types.TextContent(type="text", text=offloaded.text))
+            if isinstance(block, types.TextContent):
+                replaced[block.text] = offloaded.text
         if not references:
             return result  # untouched: the client gets the upstream's bytes
         meta = dict(result.meta or {})
         meta[REFERENCES_META_KEY] = references
-        return result.model_copy(update={"content": content, "meta": meta})
+        update: dict[str, Any] = {"content": content, "meta": meta}
+        if result.structuredContent is not None and replaced:
+            update["structuredContent"] = self._structured(tool, result.structuredContent, replaced)
+        return result.model_copy(update=update)
+
+    def _structured(
+        self, tool: str, structured: dict[str, Any], replaced: dict[str, str]
+    ) -> dict[str, Any]:
+        """``structured`` with each string equal to a stored text block replaced by its
+        reference, if it still fits the tool's output schema (else ``structured``).
+
+        FastMCP tools that return text repeat it as ``{"result": text}``: passed through,
+        the stored output would reach the client anyway.
+        """
+
+        def swap(value: Any) -> Any:
+            if isinstance(value, str):
+                return replaced.get(value, value)
+            if isinstance(value, dict):
+                return {key: swap(item) for key, item in value.items()}
+            if isinstance(value, list):
+                return [swap(item) for item in value]
+            return value
+
+        swapped: dict[str, Any] = swap(structured)
+        schema = self.output_schemas.get(tool)
+        if schema is not None:
+            try:
+                jsonschema.validate(swapped, schema)
+            except jsonschema.ValidationError:
+                return structured
+        return swapped
 
     async def _offload_block(
         self, tool: str, block: types.ContentBlock, *, is_error: bool
