@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +26,18 @@ from mcp_testing import (
 from offprompt.artifacts import ImageArtifact, TextArtifact
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
+
+
+def children() -> dict[int, str]:
+    """This process's child processes (Linux ``/proc``): pid -> command line."""
+    found: dict[int, str] = {}
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                found[int(pid)] = command.decode(errors="replace")
+    return found
+
 
 REFERENCE_START = 'Output of "{tool}.call" was stored in memory with memory_name "TaskMemory" and artifact_namespace "'
 MEMORY_TOOLS = {"query_memory", "grep_memory", "read_memory", "json_memory", "summarize_memory"}
@@ -180,6 +194,28 @@ async def test_structured_output_stays_and_images_become_blobs_with_a_card(home)
         )
         (image,) = stored_references(result)
         assert image["kind"] == "image"
+
+        blob = await session.call_tool("blob", {"kilobytes": 64})
+        text = text_of(blob)
+        assert text.startswith(REFERENCE_START.format(tool="blob"))
+        assert "application/octet-stream: kept in the blob store, not shown here." in text
+        (binary,) = stored_references(blob)
+
+        bad = await session.call_tool("bad_image", {})
+        assert bad.isError and not stored_references(bad)
+        assert text_of(bad) == (
+            "offprompt mcp proxy: the result of 'bad_image' could not be stored off-prompt: "
+            "its image/png content is not valid base64"
+        )
+    upstream = load_upstream()
+    with TaskMemory(path=home / "qdrant") as memory:
+        (stored,) = memory.load_artifacts(binary["artifact_namespace"]).value
+        assert stored.value == upstream.blob_bytes(64) and stored.mime_type == (
+            "application/octet-stream"
+        )
+        assert sorted(memory.namespaces()) == sorted(
+            r["artifact_namespace"] for r in (weather, image, binary)
+        )  # nothing of the bad image
     assert json.loads(load_text(home, weather["artifact_namespace"])) == {
         "city": "Oslo",
         "celsius": 21.5,
@@ -225,6 +261,43 @@ async def test_an_upstream_that_exits_mid_call_gives_an_error_then_the_proxy_exi
     assert "offprompt: error: the upstream MCP server exited" in log
 
 
+async def test_an_upstream_that_exits_halfway_through_its_answer_stores_nothing(home, tmp_path):
+    errors = (tmp_path / "stderr.txt").open("w")
+    with anyio.fail_after(60):
+        async with connect(proxy_command(home), errlog=errors) as session:
+            result = await session.call_tool("half_answer", {"megabytes": 2})
+            assert result.isError and not stored_references(result)
+            assert text_of(result) == (
+                "offprompt mcp proxy: the upstream MCP server exited during the call to "
+                "'half_answer'; no result"
+            )
+    errors.close()
+    assert (
+        "offprompt: error: the upstream MCP server exited" in (tmp_path / "stderr.txt").read_text()
+    )
+    assert not (home / "qdrant").exists() or not TaskMemory(path=home / "qdrant").namespaces()
+
+
+async def test_a_proxy_killed_while_indexing_leaves_the_output_whole(home):
+    upstream = load_upstream()
+    with anyio.fail_after(120):
+        async with connect(proxy_command(home)) as session:
+            result = await session.call_tool("logs", {"megabytes": 2})
+            (reference,) = stored_references(result)
+            (proxy_pid,) = [pid for pid, command in children().items() if " mcp proxy " in command]
+            os.kill(proxy_pid, signal.SIGKILL)  # the background indexing is not done
+            with pytest.raises(McpError):
+                await session.call_tool("echo", {"text": "anyone?"})
+    namespace = reference["artifact_namespace"]
+    assert load_text(home, namespace) == upstream.log_text(2)
+    async with connect(proxy_command(home)) as session:
+        result = await session.call_tool(
+            "grep_memory",
+            {"memory_name": "TaskMemory", "artifact_namespace": namespace, "pattern": "ERR_DISK"},
+        )
+        assert text_of(result).startswith('1 matching line(s) for the string "ERR_DISK"')
+
+
 def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_both(home, tmp_path):
     pid_file = tmp_path / "upstream.pid"
     errors = tmp_path / "stderr.txt"
@@ -257,6 +330,27 @@ def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_bot
             break
     assert answers[-1]["result"]["serverInfo"]["name"] == "offprompt-proxy (fixture-upstream)"
     upstream_pid = int(pid_file.read_text())
+    # mid-session: junk, a request with bad params, then a good call
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    bad_params = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 5}}
+    good = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "still here"}},
+    }
+    lines = [json.dumps(initialized), "[1, 2", "\u0000\xff garbage", json.dumps(bad_params)]
+    process.stdin.write("\n".join([*lines, json.dumps(good), ""]).encode())
+    process.stdin.flush()
+    by_id: dict[int, Any] = {}
+    while 3 not in by_id:
+        line = process.stdout.readline()
+        assert line, "the proxy closed stdout"
+        message = json.loads(line)
+        if "id" in message:
+            by_id[message["id"]] = message
+    assert by_id[2]["error"]["code"] == -32602  # invalid params, for that request only
+    assert by_id[3]["result"]["content"] == [{"type": "text", "text": "still here"}]
     process.stdin.close()
     assert process.wait(timeout=30) == 0, errors.read_text()
     deadline = time.monotonic() + 10
