@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import McpError
+from mcp import McpError, types
 from mcp_testing import (
     connect,
     load_upstream,
@@ -140,8 +140,12 @@ async def test_small_results_and_listings_pass_through_unchanged(home):
     assert not (home / "qdrant").exists() or not TaskMemory(path=home / "qdrant").namespaces()
 
 
-async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(home, call_memory):
-    async with connect(proxy_command(home, "--timeout", "2")) as session:
+async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(
+    home, call_memory, tmp_path
+):
+    stderr = tmp_path / "stderr.txt"
+    errors = stderr.open("w")
+    async with connect(proxy_command(home, "--timeout", "2"), errlog=errors) as session:
         small = await session.call_tool("fail", {"message": "disk full"})
         assert small.isError and text_of(small) == "Error executing tool fail: disk full"
         assert not stored_references(small)
@@ -172,6 +176,58 @@ async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(home, 
         assert time.monotonic() - started < 20
         assert hung.isError and "did not answer the call to 'hang' within 2 s" in text_of(hung)
         assert text_of(await session.call_tool("echo", {"text": "after"})) == "after"
+    errors.close()
+    assert "offprompt mcp proxy: skipped a message of the upstream: " in stderr.read_text()
+
+
+async def test_progress_reaches_the_client_and_cancellations_reach_the_upstream(home, tmp_path):
+    stderr = tmp_path / "stderr.txt"
+    errors = stderr.open("w")
+
+    async def cancelled_upstream(times: int) -> None:
+        while stderr.read_text().count("fixture-upstream: hang was cancelled") < times:
+            await anyio.sleep(0.1)
+
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    with anyio.fail_after(90):
+        async with connect(proxy_command(home, "--timeout", "5"), errlog=errors) as session:
+            result = await session.call_tool("slow", {"steps": 3}, progress_callback=on_progress)
+            assert text_of(result) == "done after 3 steps"
+            assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+            # The client cancels a call: the proxy answers it as cancelled and tells the upstream.
+            request_id = session._request_id  # the id call_tool is about to use
+            outcome: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await session.call_tool("hang", {})
+                except McpError as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await anyio.sleep(1)
+                await session.send_notification(
+                    types.ClientNotification(
+                        types.CancelledNotification(
+                            params=types.CancelledNotificationParams(requestId=request_id)
+                        )
+                    )
+                )
+            (error,) = outcome
+            assert str(error) == "Request cancelled"
+            await cancelled_upstream(1)
+
+            # A call that times out in the proxy is cancelled upstream too.
+            hung = await session.call_tool("hang", {})
+            assert "did not answer the call to 'hang' within 5 s" in text_of(hung)
+            await cancelled_upstream(2)
+            assert text_of(await session.call_tool("echo", {"text": "after"})) == "after"
 
 
 async def test_structured_output_stays_and_images_become_blobs_with_a_card(home):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
 import sys
 import threading
@@ -39,6 +40,7 @@ import jsonschema
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
 from mcp.shared.message import SessionMessage
 
 from offprompt.errors import OffpromptError
@@ -116,21 +118,71 @@ class _Upstream:
         self.idle.set()
 
     async def request(self, request: Any, result_type: type[Any]) -> Any:
-        """Forward one request as it is; McpError (timeout, closed) propagates."""
+        """Forward one request as it is; McpError (timeout, closed) propagates.
+
+        The request's ``_meta.progressToken`` goes along, so the upstream's progress
+        notifications carry the client's token (:class:`_Notifications` passes them
+        on). When the client cancels the request, or it times out, the upstream is
+        sent ``notifications/cancelled`` for it.
+        """
         # The parsed request keeps the client's "jsonrpc" and "id" as extra fields.
         request = type(request)(method=request.method, params=request.params)
         self.in_flight += 1
         self.idle = anyio.Event() if self.in_flight == 1 else self.idle
+        # The id send_request is about to give it (it takes the next one at once).
+        upstream_id = self.session._request_id
         try:
             return await self.session.send_request(
                 types.ClientRequest(request),
                 result_type,
                 request_read_timeout_seconds=self.timeout,
             )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._cancel(upstream_id, "cancelled by the client")
+            raise
+        except McpError as exc:
+            if exc.error.code == 408:  # the SDK's REQUEST_TIMEOUT
+                await self._cancel(upstream_id, "timed out in offprompt mcp proxy")
+            raise
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
+
+    async def _cancel(self, upstream_id: int, reason: str) -> None:
+        if self.gone.is_set():
+            return
+        notification = types.CancelledNotification(
+            params=types.CancelledNotificationParams(requestId=upstream_id, reason=reason)
+        )
+        with anyio.move_on_after(5), contextlib.suppress(Exception):
+            await self.session.send_notification(types.ClientNotification(notification))
+
+
+class _Notifications:
+    """What the upstream sends besides answers: progress goes on to the client (its
+    token is the client's own, forwarded with the request); a malformed message is
+    reported on stderr. Other notifications and the upstream's requests to the client
+    (sampling, elicitation, roots) are not forwarded."""
+
+    def __init__(self) -> None:
+        self.client: ServerSession | None = None
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            text = " ".join(str(message).split())[:300]
+            sys.stderr.write(f"offprompt mcp proxy: skipped a message of the upstream: {text}\n")
+            return
+        progress = isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ProgressNotification
+        )
+        if progress and self.client is not None:
+            # Rebuilt: the parsed one keeps "jsonrpc" as an extra field, sent twice.
+            forwarded = types.ProgressNotification(params=message.root.params)
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self.client.send_notification(types.ServerNotification(forwarded))
+        await anyio.lowlevel.checkpoint()
 
 
 async def _tap(
@@ -153,9 +205,14 @@ class Proxy:
     """The MCP server the client talks to, forwarding to one upstream session."""
 
     def __init__(
-        self, upstream: _Upstream, binding: CoreBinding, init: types.InitializeResult
+        self,
+        upstream: _Upstream,
+        binding: CoreBinding,
+        init: types.InitializeResult,
+        notifications: _Notifications,
     ) -> None:
         self.upstream = upstream
+        self.notifications = notifications
         self.binding = binding
         self.memory_tools = ToolTable(binding.memory_tools())
         # The upstream's output schemas, as listed (a swapped structured result must fit).
@@ -185,12 +242,17 @@ class Proxy:
     def _forward(self, result_type: type[Any]) -> Any:
         async def handler(request: Any) -> types.ServerResult:
             # McpError (the upstream's own error, a timeout) goes back as the JSON-RPC error.
-            return types.ServerResult(await self.upstream.request(request, result_type))
+            return types.ServerResult(await self._request(request, result_type))
 
         return handler
 
+    async def _request(self, request: Any, result_type: type[Any]) -> Any:
+        """Forward ``request``; the upstream's progress on it goes to this client."""
+        self.notifications.client = self.server.request_context.session
+        return await self.upstream.request(request, result_type)
+
     async def list_tools(self, request: types.ListToolsRequest) -> types.ServerResult:
-        listed: types.ListToolsResult = await self.upstream.request(request, types.ListToolsResult)
+        listed: types.ListToolsResult = await self._request(request, types.ListToolsResult)
         tools = list(listed.tools)
         for tool in tools:
             if tool.outputSchema is not None:
@@ -215,9 +277,7 @@ class Proxy:
                 await self.memory_tools.call(name, request.params.arguments or {})
             )
         try:
-            result: types.CallToolResult = await self.upstream.request(
-                request, types.CallToolResult
-            )
+            result: types.CallToolResult = await self._request(request, types.CallToolResult)
         except McpError as exc:
             return types.ServerResult(text_result(self._failure(name, exc), is_error=True))
         try:
@@ -433,7 +493,8 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
         async with transport as (up_read, up_write), anyio.create_task_group() as group:
             sink, tapped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             group.start_soon(_tap, up_read, sink, gone)
-            async with ClientSession(tapped, up_write) as session:
+            notifications = _Notifications()
+            async with ClientSession(tapped, up_write, message_handler=notifications) as session:
                 try:
                     with anyio.fail_after(max(timeout, INIT_TIMEOUT)):
                         init = await session.initialize()
@@ -442,7 +503,7 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
                         f"the upstream MCP server failed to initialize: {exc.error.message}"
                     ) from None
                 binding = await opening.binding()
-                proxy = Proxy(_Upstream(session, gone, timeout), binding, init)
+                proxy = Proxy(_Upstream(session, gone, timeout), binding, init, notifications)
                 await run_stdio(proxy.server, until=proxy.wait_gone)
                 died = gone.is_set()
                 opening.start_close()  # no handler runs any more
