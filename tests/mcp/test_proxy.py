@@ -24,6 +24,7 @@ from mcp_testing import (
 )
 
 from offprompt.artifacts import ImageArtifact, TextArtifact
+from offprompt.mcp import ProxyConfig, UpstreamError, run_proxy
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
 
@@ -418,6 +419,23 @@ def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_bot
         time.sleep(0.05)
     else:
         pytest.fail("the upstream server outlived the proxy")
+
+
+async def test_an_upstream_that_never_answers_initialize_is_an_error_in_bounded_time(
+    home, tmp_path
+):
+    pid_file = tmp_path / "mute.pid"
+    mute = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)",
+    ]
+    config = ProxyConfig(command=mute, home=home, timeout=1, init_timeout=2)
+    with anyio.fail_after(60), pytest.raises(UpstreamError) as raised:
+        await run_proxy(config)
+    assert str(raised.value) == "the upstream MCP server did not answer initialize within 2 s"
+    with pytest.raises(ProcessLookupError):  # stopped, not left behind
+        os.kill(int(pid_file.read_text()), 0)
 
 
 def test_the_command_line_names_what_is_missing(home):

@@ -12,10 +12,12 @@ reference (when that still fits the tool's output schema); ``isError``, ``_meta`
 results that needed no offloading pass through untouched (byte for byte). The stored references
 ride in the result's ``_meta["offprompt/references"]``.
 
-Faults: a call the upstream does not answer within ``timeout`` seconds, or that the
-upstream cannot finish because it exited, comes back as a tool error saying so. When
+Faults: a call the upstream does not answer within ``timeout`` seconds (it is then
+cancelled upstream), or that the upstream cannot finish because it exited, or whose
+answer is longer than ``max_message_bytes``, comes back as a tool error saying so. When
 the upstream exits, the proxy answers what is in flight and exits (code 1); when the
-client closes stdin, the proxy closes the upstream's stdin and stops it.
+client closes stdin, the proxy closes the upstream's stdin and stops it. Progress
+notifications go on to the client, cancellations from it on to the upstream.
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ class ProxyConfig:
         min_tokens: Text blocks with fewer tokens pass through (``None``: the default).
         sensitive: Tools whose every result is stored.
         timeout: Seconds to wait for each upstream answer (``initialize``: at least
-            :data:`INIT_TIMEOUT`, a server may be slow to start).
+            ``init_timeout``, a server may be slow to start).
+        init_timeout: Seconds the upstream gets, at least, to answer ``initialize``.
         max_output_tokens: Bound of every memory-tool output.
         max_message_bytes: Longest message read from the upstream; a longer answer
             comes back as an error (and is not kept), so the proxy's memory is bounded.
@@ -100,6 +103,7 @@ class ProxyConfig:
     min_tokens: int | None = None
     sensitive: Sequence[str] = ()
     timeout: float = DEFAULT_TIMEOUT
+    init_timeout: float = INIT_TIMEOUT
     max_output_tokens: int = 1000
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     env: dict[str, str] | None = None
@@ -486,6 +490,7 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
     gone = anyio.Event()
     died = False
     timeout = config.timeout
+    init_timeout = max(timeout, config.init_timeout)
     try:
         transport = upstream_stdio(
             params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
@@ -496,7 +501,7 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
             notifications = _Notifications()
             async with ClientSession(tapped, up_write, message_handler=notifications) as session:
                 try:
-                    with anyio.fail_after(max(timeout, INIT_TIMEOUT)):
+                    with anyio.fail_after(init_timeout):
                         init = await session.initialize()
                 except McpError as exc:
                     raise UpstreamError(
@@ -511,5 +516,5 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
     except OffpromptError:
         raise
     except Exception as exc:
-        raise _translate(_single(exc), params, max(timeout, INIT_TIMEOUT)) from None
+        raise _translate(_single(exc), params, init_timeout) from None
     return died
