@@ -9,8 +9,8 @@ audio or embedded binary resource larger than about ``min_tokens`` tokens of bas
 stored as a blob and replaced by a reference with a card. ``structuredContent`` passes
 through, except that a string in it equal to a stored text block becomes the same
 reference (when that still fits the tool's output schema); ``isError``, ``_meta`` and
-results that needed no offloading pass through untouched (byte for byte). The stored references
-ride in the result's ``_meta["offprompt/references"]``.
+results that needed no offloading pass through untouched (byte for byte). The stored
+references ride in the result's ``_meta["offprompt/references"]``.
 
 Faults: a call the upstream does not answer within ``timeout`` seconds (it is then
 cancelled upstream), or that the upstream cannot finish because it exited, or whose
