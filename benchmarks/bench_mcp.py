@@ -35,6 +35,8 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from offprompt.mcp._stdio import LineBuffer
+
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = [sys.executable, str(ROOT / "tests" / "mcp" / "upstream_server.py")]
 BLOCK = 25
@@ -188,8 +190,6 @@ def _sdk_lines(data: bytes, chunk: int) -> int:
 
 
 def _proxy_lines(data: bytes, chunk: int) -> int:
-    from offprompt.mcp._stdio import LineBuffer
-
     buffer, count = LineBuffer(), 0
     for start in range(0, len(data), chunk):
         count += len(buffer.feed(data[start : start + chunk]))
@@ -268,24 +268,47 @@ async def run_huge(megabytes: float, home: Path) -> dict[str, Any]:
     assert _proxy_lines(_one_line(megabytes), 65_536) == 1
     readers.append((megabytes, None, time.perf_counter() - started))
     out["readers"] = readers
-    child = subprocess.run(
-        [sys.executable, __file__, "--proxy-side", str(megabytes)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    started = time.perf_counter()
+    line = answer_line(megabytes)
+    out["make_answer"] = time.perf_counter() - started
+    out["line_mb"] = len(line) / 1e6
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as file:
+        file.write(line)
+        file.flush()
+        del line
+        child = subprocess.run(
+            [sys.executable, __file__, "--proxy-side", file.name],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     out["proxy_side"] = json.loads(child.stdout.strip().splitlines()[-1])
     return out
 
 
-def proxy_side(megabytes: float) -> dict[str, float]:
-    """The proxy's own work on one N MB ``logs`` answer, in a fresh process (run by
-    ``--proxy-side``): read the line, parse it, store the text; time and peak RSS."""
-    import resource
-
+def answer_line(megabytes: float) -> bytes:
+    """The fixture's answer to ``logs(megabytes)``, as the JSON-RPC line FastMCP writes."""
     sys.path.insert(0, str(ROOT / "tests"))
     from mcp import types
     from mcp_testing import load_upstream
+
+    log = load_upstream().log_text(megabytes)
+    answer = types.CallToolResult(
+        content=[types.TextContent(type="text", text=log)], structuredContent={"result": log}
+    )
+    response = types.JSONRPCResponse(
+        jsonrpc="2.0", id=1, result=answer.model_dump(by_alias=True, exclude_none=True)
+    )
+    message = types.JSONRPCMessage(response)
+    return message.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n"
+
+
+def proxy_side(path: Path) -> dict[str, float]:
+    """The proxy's own work on one answer line (a file read in 64 KB chunks, as from the
+    pipe), in a fresh process (``--proxy-side FILE``): read, parse, store; time, peak RSS."""
+    import resource
+
+    from mcp import types
 
     from offprompt.mcp._core import CoreBinding, open_task_memory
     from offprompt.mcp._stdio import LineBuffer
@@ -295,29 +318,17 @@ def proxy_side(megabytes: float) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as home:
         binding = CoreBinding(open_task_memory(Path(home), None))
-        log = load_upstream().log_text(megabytes)
-        answer = types.CallToolResult(
-            content=[types.TextContent(type="text", text=log)], structuredContent={"result": log}
-        )
-        line = (
-            types.JSONRPCMessage(
-                types.JSONRPCResponse(
-                    jsonrpc="2.0", id=1, result=answer.model_dump(by_alias=True, exclude_none=True)
-                )
-            )
-            .model_dump_json(by_alias=True, exclude_none=True)
-            .encode()
-            + b"\n"
-        )
-        del answer, log
-        out = {"line_mb": len(line) / 1e6, "rss_before": peak()}
+        out = {"rss_before": peak()}
         started = time.perf_counter()
         buffer = LineBuffer()
-        chunks = [line[i : i + 65_536] for i in range(0, len(line), 65_536)]
-        del line
-        (whole,) = [piece for chunk in chunks for piece in buffer.feed(chunk)]
-        del chunks
+        lines: list[Any] = []
+        with path.open("rb", buffering=0) as source:
+            while chunk := source.read(65_536):
+                lines += buffer.feed(chunk)
+        (whole,) = lines
+        del lines
         out["read"] = time.perf_counter() - started
+        out["rss_read"] = peak()
         started = time.perf_counter()
         message = types.JSONRPCMessage.model_validate(json.loads(whole))  # as upstream_stdio
         del whole
@@ -359,12 +370,14 @@ def report_huge(data: dict[str, Any]) -> str:
         f"{data['rss_peak']:.0f} MB after the call, {data['rss_end']:.0f} MB at the end "
         "(the background indexing of the stored log runs from the moment it is stored).",
         "",
-        f"The proxy's own part, in a fresh process on the same {side['line_mb']:,.0f} MB "
-        "answer line (`--proxy-side`): "
-        f"read the line {side['read']:.2f} s, parse it {side['parse']:.2f} s, store the "
-        f"text until the reference {side['store']:.2f} s; peak RSS {side['rss_before']:.0f} "
-        f"MB with the line in memory, {side['rss_parsed']:.0f} MB parsed, "
-        f"{side['rss_stored']:.0f} MB stored.",
+        f"Where the time to the reference goes, on the same {data['line_mb']:,.0f} MB answer "
+        f"line: the fixture makes it (log text and JSON, in this process) in "
+        f"{data['make_answer']:.1f} s; the proxy's own part, in a fresh process reading "
+        f"it from a file in 64 KB chunks (`--proxy-side`): read the line "
+        f"{side['read']:.2f} s, parse it {side['parse']:.2f} s, store the text until the "
+        f"reference {side['store']:.2f} s. Its peak RSS: {side['rss_before']:.0f} MB with "
+        f"the memory open, {side['rss_read']:.0f} MB with the line read, "
+        f"{side['rss_parsed']:.0f} MB parsed, {side['rss_stored']:.0f} MB stored.",
         "",
         "Reading one line of N MB in 64 KB chunks (this process, same bytes):",
         "",
@@ -384,7 +397,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 calls per path, no file")
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--huge", type=float, metavar="MB", help="one result of MB megabytes")
-    parser.add_argument("--proxy-side", type=float, metavar="MB", help=argparse.SUPPRESS)
+    parser.add_argument("--proxy-side", type=Path, metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.proxy_side:
         print(json.dumps(proxy_side(args.proxy_side)))
