@@ -9,7 +9,7 @@ keeps only the line's head and tail, enough to name the request an oversized ans
 belongs to (:func:`oversized_error`), so memory stays bounded whatever the peer sends.
 
 :func:`upstream_stdio` is the SDK's ``stdio_client`` (same process start, same
-shutdown sequence) with this reader; :class:`StdinLines` and :class:`StdoutPipe` are
+shutdown sequence) with this reader, on POSIX (on Windows the proxy keeps the SDK's); :class:`StdinLines` and :class:`StdoutPipe` are
 the server side's stdin and stdout on the event loop.
 """
 

@@ -492,9 +492,15 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
     timeout = config.timeout
     init_timeout = max(timeout, config.init_timeout)
     try:
-        transport = upstream_stdio(
-            params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
-        )
+        transport: Any
+        if sys.platform == "win32":  # pragma: no cover - the SDK's job objects, its reader
+            from mcp.client.stdio import stdio_client
+
+            transport = stdio_client(params, errlog=sys.stderr)
+        else:
+            transport = upstream_stdio(
+                params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
+            )
         async with transport as (up_read, up_write), anyio.create_task_group() as group:
             sink, tapped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             group.start_soon(_tap, up_read, sink, gone)
