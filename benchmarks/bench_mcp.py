@@ -306,15 +306,13 @@ def answer_line(megabytes: float) -> bytes:
 def proxy_side(path: Path) -> dict[str, float]:
     """The proxy's own work on one answer line (a file read in 64 KB chunks, as from the
     pipe), in a fresh process (``--proxy-side FILE``): read, parse, store; time, peak RSS."""
-    import resource
-
     from mcp import types
 
     from offprompt.mcp._core import CoreBinding, open_task_memory
-    from offprompt.mcp._stdio import LineBuffer
 
     def peak() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent.
+        return _peak_rss_mb(os.getpid())
 
     with tempfile.TemporaryDirectory() as home:
         binding = CoreBinding(open_task_memory(Path(home), None))
