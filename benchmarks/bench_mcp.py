@@ -10,13 +10,21 @@ receives 5 MB; proxy: the client receives the reference once the log is stored) 
 
     python benchmarks/bench_mcp.py             # 1,000 calls each, writes RESULTS_mcp.md
     python benchmarks/bench_mcp.py --quick     # 200 calls each, prints only
+    python benchmarks/bench_mcp.py --huge 100  # one 100 MB result, writes RESULTS_mcp_huge.md
+
+``--huge MB``: the SDK's stdio line reading against the proxy's (the same one-line
+message, in this process), then one ``logs`` result of MB megabytes through the proxy:
+time to the reference, the proxy's peak RSS, ``grep_memory`` for the needle (the first
+call waits for the background indexing), ``read_memory`` pages compared with the log.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +34,8 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+from offprompt.mcp._stdio import LineBuffer
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = [sys.executable, str(ROOT / "tests" / "mcp" / "upstream_server.py")]
@@ -169,11 +179,236 @@ def report(calls: int, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _sdk_lines(data: bytes, chunk: int) -> int:
+    """The SDK stdio client's line reading (``mcp/client/stdio``: ``(buffer + chunk).split``)."""
+    buffer, count = "", 0
+    for start in range(0, len(data), chunk):
+        lines = (buffer + data[start : start + chunk].decode()).split("\n")
+        buffer = lines.pop()
+        count += len(lines)
+    return count
+
+
+def _proxy_lines(data: bytes, chunk: int) -> int:
+    buffer, count = LineBuffer(), 0
+    for start in range(0, len(data), chunk):
+        count += len(buffer.feed(data[start : start + chunk]))
+    return count
+
+
+def _one_line(megabytes: float) -> bytes:
+    return b'{"jsonrpc":"2.0","id":1,"result":"' + b"x" * int(megabytes * 1e6) + b'"}\n'
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def run_huge(megabytes: float, home: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from mcp_testing import load_upstream
+
+    upstream = load_upstream()
+    log = upstream.log_text(megabytes)
+    proxy = [sys.executable, "-m", "offprompt.cli", "--home", str(home), "mcp", "proxy"]
+    proxy += ["--timeout", "600", "--", *UPSTREAM]
+    out: dict[str, Any] = {"megabytes": megabytes}
+    async with (
+        stdio_client(_params(proxy), errlog=open(os.devnull, "w")) as (pr, pw),
+        ClientSession(pr, pw) as session,
+    ):
+        await session.initialize()
+        children = _children()
+        proxy_pid = next(pid for pid, cmd in children.items() if " mcp proxy " in cmd)
+        out["rss_idle"] = _peak_rss_mb(proxy_pid)
+        started = time.perf_counter()
+        result = await session.call_tool("logs", {"megabytes": megabytes})
+        out["to_reference"] = time.perf_counter() - started
+        assert not result.isError, result
+        out["reference_chars"] = len(result.content[0].text)
+        out["structured_is_reference"] = result.structuredContent == {
+            "result": result.content[0].text
+        }
+        out["rss_peak"] = _peak_rss_mb(proxy_pid)
+        (reference,) = result.meta["offprompt/references"]
+        namespace = reference["artifact_namespace"]
+
+        async def call(tool: str, **arguments: Any) -> tuple[float, str]:
+            arguments = {"memory_name": "TaskMemory", "artifact_namespace": namespace, **arguments}
+            started = time.perf_counter()
+            answer = await session.call_tool(tool, arguments)
+            assert not answer.isError, answer
+            return time.perf_counter() - started, str(answer.content[0].text)
+
+        needle = upstream.NEEDLES[0]
+        out["grep_first"], found = await call("grep_memory", pattern=needle)
+        assert f"20000: 2026-12-01T08:00:20Z ERROR node-3 request {needle}" in found, found
+        out["grep_again"], _ = await call("grep_memory", pattern=needle)
+        out["read_first"], first = await call("read_memory", page=1)
+        out["read_again"], second = await call("read_memory", page=2)
+        pages = int(first.split(" of ", 2)[1].split()[0])
+        _, last = await call("read_memory", page=pages)
+        bodies = [page.split("\n", 1)[1] for page in (first, second, last)]
+        out["pages"] = pages
+        out["pages_identical"] = log.startswith(bodies[0] + bodies[1]) and log.endswith(bodies[2])
+        out["rss_end"] = _peak_rss_mb(proxy_pid)
+    readers = []
+    for size in (10, 20, 40):
+        data = _one_line(size)
+        timings = []
+        for reader in (_sdk_lines, _proxy_lines):
+            started = time.perf_counter()
+            assert reader(data, 65_536) == 1
+            timings.append(time.perf_counter() - started)
+        readers.append((size, *timings))
+    started = time.perf_counter()
+    assert _proxy_lines(_one_line(megabytes), 65_536) == 1
+    readers.append((megabytes, None, time.perf_counter() - started))
+    out["readers"] = readers
+    started = time.perf_counter()
+    line = answer_line(megabytes)
+    out["make_answer"] = time.perf_counter() - started
+    out["line_mb"] = len(line) / 1e6
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as file:
+        file.write(line)
+        file.flush()
+        del line
+        child = subprocess.run(
+            [sys.executable, __file__, "--proxy-side", file.name],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    out["proxy_side"] = json.loads(child.stdout.strip().splitlines()[-1])
+    return out
+
+
+def answer_line(megabytes: float) -> bytes:
+    """The fixture's answer to ``logs(megabytes)``, as the JSON-RPC line FastMCP writes."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from mcp import types
+    from mcp_testing import load_upstream
+
+    log = load_upstream().log_text(megabytes)
+    answer = types.CallToolResult(
+        content=[types.TextContent(type="text", text=log)], structuredContent={"result": log}
+    )
+    response = types.JSONRPCResponse(
+        jsonrpc="2.0", id=1, result=answer.model_dump(by_alias=True, exclude_none=True)
+    )
+    message = types.JSONRPCMessage(response)
+    return message.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n"
+
+
+def proxy_side(path: Path) -> dict[str, float]:
+    """The proxy's own work on one answer line (a file read in 64 KB chunks, as from the
+    pipe), in a fresh process (``--proxy-side FILE``): read, parse, store; time, peak RSS."""
+    from mcp import types
+
+    from offprompt.mcp._core import CoreBinding, open_task_memory
+
+    def peak() -> float:
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent.
+        return _peak_rss_mb(os.getpid())
+
+    with tempfile.TemporaryDirectory() as home:
+        binding = CoreBinding(open_task_memory(Path(home), None))
+        out = {"rss_before": peak()}
+        started = time.perf_counter()
+        buffer = LineBuffer()
+        lines: list[Any] = []
+        with path.open("rb", buffering=0) as source:
+            while chunk := source.read(65_536):
+                lines += buffer.feed(chunk)
+        (whole,) = lines
+        del lines
+        out["read"] = time.perf_counter() - started
+        out["rss_read"] = peak()
+        started = time.perf_counter()
+        message = types.JSONRPCMessage.model_validate(json.loads(whole))  # as upstream_stdio
+        del whole
+        result = types.CallToolResult.model_validate(message.root.result)  # type: ignore[union-attr]
+        del message
+        out["parse"] = time.perf_counter() - started
+        out["rss_parsed"] = peak()
+        started = time.perf_counter()
+        offloaded = binding.offload_text("logs", result.content[0].text)  # type: ignore[union-attr]
+        out["store"] = time.perf_counter() - started
+        out["rss_stored"] = peak()
+        assert offloaded.reference is not None
+        binding.task_memory.close()
+    return out
+
+
+def report_huge(data: dict[str, Any]) -> str:
+    mb = data["megabytes"]
+    side = data["proxy_side"]
+    load = os.getloadavg()[0]
+    rows = [
+        f"One `logs` result of {mb:g} MB (FastMCP sends it twice: the text block and "
+        f"`structuredContent`) through `offprompt mcp proxy`, driven by the SDK's client; "
+        f"machine: {os.cpu_count()} cores, load average {load:.1f} at the end.",
+        "",
+        "| step | time | |",
+        "| --- | --- | --- |",
+        f"| call to reference | {data['to_reference']:.1f} s | the client gets "
+        f"{data['reference_chars']:,} characters; structuredContent is the reference: "
+        f"{data['structured_is_reference']} |",
+        f"| first `grep_memory` (waits for the background indexing) | "
+        f"{data['grep_first']:.1f} s | finds the needle at line 20000 |",
+        f"| `grep_memory` again | {data['grep_again'] * 1000:.0f} ms | |",
+        f"| first `read_memory` page | {data['read_first']:.1f} s | |",
+        f"| next `read_memory` page | {data['read_again'] * 1000:.0f} ms | pages 1, 2 and "
+        f"{data['pages']:,} byte-identical to the log: {data['pages_identical']} |",
+        "",
+        f"Proxy peak RSS (VmHWM): {data['rss_idle']:.0f} MB after start, "
+        f"{data['rss_peak']:.0f} MB after the call, {data['rss_end']:.0f} MB at the end "
+        "(the background indexing of the stored log runs from the moment it is stored).",
+        "",
+        f"Where the time to the reference goes, on the same {data['line_mb']:,.0f} MB answer "
+        f"line: the fixture makes it (log text and JSON, in this process) in "
+        f"{data['make_answer']:.1f} s; the proxy's own part, in a fresh process reading "
+        f"it from a file in 64 KB chunks (`--proxy-side`): read the line "
+        f"{side['read']:.2f} s, parse it {side['parse']:.2f} s, store the text until the "
+        f"reference {side['store']:.2f} s. Its peak RSS: {side['rss_before']:.0f} MB with "
+        f"the memory open, {side['rss_read']:.0f} MB with the line read, "
+        f"{side['rss_parsed']:.0f} MB parsed, {side['rss_stored']:.0f} MB stored.",
+        "",
+        "Reading one line of N MB in 64 KB chunks (this process, same bytes):",
+        "",
+        "| N | SDK's stdio client | the proxy's `LineBuffer` | ratio |",
+        "| --- | --- | --- | --- |",
+    ]
+    for size, sdk, ours in data["readers"]:
+        if sdk is None:
+            rows.append(f"| {size:g} MB | (not run: minutes) | {ours:.2f} s | |")
+        else:
+            rows.append(f"| {size:g} MB | {sdk:.2f} s | {ours:.2f} s | {sdk / ours:,.0f}x |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 calls per path, no file")
     parser.add_argument("--calls", type=int, default=None)
+    parser.add_argument("--huge", type=float, metavar="MB", help="one result of MB megabytes")
+    parser.add_argument("--proxy-side", type=Path, metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.proxy_side:
+        print(json.dumps(proxy_side(args.proxy_side)))
+        return
+    if args.huge:
+        with tempfile.TemporaryDirectory() as home:
+            huge = anyio.run(run_huge, args.huge, Path(home))
+        text = report_huge(huge)
+        print(text)
+        command = f"python benchmarks/bench_mcp.py --huge {args.huge:g}"
+        out = Path(__file__).with_name("RESULTS_mcp_huge.md")
+        out.write_text(f"# MCP proxy: one huge result\n\n`{command}`\n\n{text}\n")
+        return
     calls = args.calls or (200 if args.quick else 1000)
     with tempfile.TemporaryDirectory() as home:
         data = anyio.run(run, calls, Path(home))

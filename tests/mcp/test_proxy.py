@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import McpError
+from mcp import McpError, types
 from mcp_testing import (
     connect,
     load_upstream,
@@ -22,8 +24,21 @@ from mcp_testing import (
 )
 
 from offprompt.artifacts import ImageArtifact, TextArtifact
+from offprompt.mcp import ProxyConfig, UpstreamError, run_proxy
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
+
+
+def children() -> dict[int, str]:
+    """This process's child processes (Linux ``/proc``): pid -> command line."""
+    found: dict[int, str] = {}
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                found[int(pid)] = command.decode(errors="replace")
+    return found
+
 
 REFERENCE_START = 'Output of "{tool}.call" was stored in memory with memory_name "TaskMemory" and artifact_namespace "'
 MEMORY_TOOLS = {"query_memory", "grep_memory", "read_memory", "json_memory", "summarize_memory"}
@@ -51,6 +66,8 @@ async def test_a_5mb_log_becomes_a_reference_the_memory_tools_can_search(home, c
         assert "kind: text | 5,000,052 bytes" in text  # the card: what the output holds
         assert len(text) < 2_000 and text.count("GET /api/items") <= 4  # first/last lines only
         assert not result.isError
+        # FastMCP repeats a text result as {"result": text}: the reference replaces it there too
+        assert result.structuredContent == {"result": text}
         (reference,) = stored_references(result)
         assert reference["tool"] == "logs" and reference["activity"] == "call"
         assert reference["bytes"] >= 5_000_000 and reference["kind"] == "text"
@@ -68,6 +85,38 @@ async def test_a_5mb_log_becomes_a_reference_the_memory_tools_can_search(home, c
         assert len(page) < 12_000  # bounded by max_output_tokens (1000)
     # after the proxy exits, the home holds the log byte for byte
     assert load_text(home, namespace) == upstream.log_text(5)
+
+
+async def test_a_20mb_result_reaches_the_client_as_a_reference_and_is_stored_whole(home):
+    # The SDK's own stdio reader is quadratic in a line's length (20 MB: seconds, 100 MB:
+    # minutes); the proxy reads its upstream linearly. 100 MB: benchmarks/bench_mcp.py.
+    upstream = load_upstream()
+    with anyio.fail_after(180):  # a guard against a hang, not a timing
+        async with connect(proxy_command(home)) as session:
+            result = await session.call_tool("logs", {"megabytes": 20})
+            text = text_of(result)
+            assert not result.isError and text.startswith(REFERENCE_START.format(tool="logs"))
+            assert "kind: text | 20,000,024 bytes | 308,786 lines" in text
+            assert result.structuredContent == {"result": text}
+            (reference,) = stored_references(result)
+            assert text_of(await session.call_tool("echo", {"text": "next"})) == "next"
+    assert load_text(home, reference["artifact_namespace"]) == upstream.log_text(20)
+
+
+async def test_an_answer_over_the_message_limit_is_an_error_and_nothing_is_kept(home):
+    with anyio.fail_after(120):
+        async with connect(proxy_command(home, "--max-message-mb", "1")) as session:
+            result = await session.call_tool("logs", {"megabytes": 2})
+            assert result.isError and not stored_references(result)
+            assert text_of(result) == (
+                "the upstream MCP server's answer is 4.1 MB, over the proxy's limit of 1 MB "
+                "(--max-message-mb); none of it was kept"
+            )
+            small = await session.call_tool("logs", {"megabytes": 0.2})
+            assert text_of(small).startswith(REFERENCE_START.format(tool="logs"))
+            (reference,) = stored_references(small)
+    with TaskMemory(path=home / "qdrant") as memory:
+        assert memory.namespaces() == [reference["artifact_namespace"]]
 
 
 async def test_small_results_and_listings_pass_through_unchanged(home):
@@ -92,8 +141,12 @@ async def test_small_results_and_listings_pass_through_unchanged(home):
     assert not (home / "qdrant").exists() or not TaskMemory(path=home / "qdrant").namespaces()
 
 
-async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(home, call_memory):
-    async with connect(proxy_command(home, "--timeout", "2")) as session:
+async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(
+    home, call_memory, tmp_path
+):
+    stderr = tmp_path / "stderr.txt"
+    errors = stderr.open("w")
+    async with connect(proxy_command(home, "--timeout", "2"), errlog=errors) as session:
         small = await session.call_tool("fail", {"message": "disk full"})
         assert small.isError and text_of(small) == "Error executing tool fail: disk full"
         assert not stored_references(small)
@@ -124,6 +177,58 @@ async def test_tool_errors_timeouts_and_bad_lines_leave_the_proxy_working(home, 
         assert time.monotonic() - started < 20
         assert hung.isError and "did not answer the call to 'hang' within 2 s" in text_of(hung)
         assert text_of(await session.call_tool("echo", {"text": "after"})) == "after"
+    errors.close()
+    assert "offprompt mcp proxy: skipped a message of the upstream: " in stderr.read_text()
+
+
+async def test_progress_reaches_the_client_and_cancellations_reach_the_upstream(home, tmp_path):
+    stderr = tmp_path / "stderr.txt"
+    errors = stderr.open("w")
+
+    async def cancelled_upstream(times: int) -> None:
+        while stderr.read_text().count("fixture-upstream: hang was cancelled") < times:
+            await anyio.sleep(0.1)
+
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    with anyio.fail_after(90):
+        async with connect(proxy_command(home, "--timeout", "5"), errlog=errors) as session:
+            result = await session.call_tool("slow", {"steps": 3}, progress_callback=on_progress)
+            assert text_of(result) == "done after 3 steps"
+            assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+            # The client cancels a call: the proxy answers it as cancelled and tells the upstream.
+            request_id = session._request_id  # the id call_tool is about to use
+            outcome: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await session.call_tool("hang", {})
+                except McpError as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await anyio.sleep(1)
+                await session.send_notification(
+                    types.ClientNotification(
+                        types.CancelledNotification(
+                            params=types.CancelledNotificationParams(requestId=request_id)
+                        )
+                    )
+                )
+            (error,) = outcome
+            assert str(error) == "Request cancelled"
+            await cancelled_upstream(1)
+
+            # A call that times out in the proxy is cancelled upstream too.
+            hung = await session.call_tool("hang", {})
+            assert "did not answer the call to 'hang' within 5 s" in text_of(hung)
+            await cancelled_upstream(2)
+            assert text_of(await session.call_tool("echo", {"text": "after"})) == "after"
 
 
 async def test_structured_output_stays_and_images_become_blobs_with_a_card(home):
@@ -146,6 +251,28 @@ async def test_structured_output_stays_and_images_become_blobs_with_a_card(home)
         )
         (image,) = stored_references(result)
         assert image["kind"] == "image"
+
+        blob = await session.call_tool("blob", {"kilobytes": 64})
+        text = text_of(blob)
+        assert text.startswith(REFERENCE_START.format(tool="blob"))
+        assert "application/octet-stream: kept in the blob store, not shown here." in text
+        (binary,) = stored_references(blob)
+
+        bad = await session.call_tool("bad_image", {})
+        assert bad.isError and not stored_references(bad)
+        assert text_of(bad) == (
+            "offprompt mcp proxy: the result of 'bad_image' could not be stored off-prompt: "
+            "its image/png content is not valid base64"
+        )
+    upstream = load_upstream()
+    with TaskMemory(path=home / "qdrant") as memory:
+        (stored,) = memory.load_artifacts(binary["artifact_namespace"]).value
+        assert stored.value == upstream.blob_bytes(64) and stored.mime_type == (
+            "application/octet-stream"
+        )
+        assert sorted(memory.namespaces()) == sorted(
+            r["artifact_namespace"] for r in (weather, image, binary)
+        )  # nothing of the bad image
     assert json.loads(load_text(home, weather["artifact_namespace"])) == {
         "city": "Oslo",
         "celsius": 21.5,
@@ -191,6 +318,38 @@ async def test_an_upstream_that_exits_mid_call_gives_an_error_then_the_proxy_exi
     assert "offprompt: error: the upstream MCP server exited" in log
 
 
+async def test_an_upstream_that_exits_halfway_through_its_answer_stores_nothing(home, tmp_path):
+    errors = (tmp_path / "stderr.txt").open("w")
+    with anyio.fail_after(60):
+        async with connect(proxy_command(home), errlog=errors) as session:
+            result = await session.call_tool("half_answer", {"megabytes": 2})
+            assert result.isError and not stored_references(result)
+            assert text_of(result) == (
+                "offprompt mcp proxy: the upstream MCP server exited during the call to "
+                "'half_answer'; no result"
+            )
+    errors.close()
+    assert (
+        "offprompt: error: the upstream MCP server exited" in (tmp_path / "stderr.txt").read_text()
+    )
+    assert not (home / "qdrant").exists() or not TaskMemory(path=home / "qdrant").namespaces()
+
+
+async def test_a_proxy_killed_while_indexing_leaves_the_output_whole(home):
+    upstream = load_upstream()
+    with anyio.fail_after(120):
+        async with connect(proxy_command(home)) as session:
+            result = await session.call_tool("logs", {"megabytes": 2})
+            (reference,) = stored_references(result)
+            (proxy_pid,) = [pid for pid, command in children().items() if " mcp proxy " in command]
+            # right after the reference: the indexing of 2 MB is all but surely still running
+            os.kill(proxy_pid, signal.SIGKILL)
+            with pytest.raises(McpError):
+                await session.call_tool("echo", {"text": "anyone?"})
+    # the output is whole (its indexing resumes when the memory is next opened)
+    assert load_text(home, reference["artifact_namespace"]) == upstream.log_text(2)
+
+
 def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_both(home, tmp_path):
     pid_file = tmp_path / "upstream.pid"
     errors = tmp_path / "stderr.txt"
@@ -223,6 +382,27 @@ def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_bot
             break
     assert answers[-1]["result"]["serverInfo"]["name"] == "offprompt-proxy (fixture-upstream)"
     upstream_pid = int(pid_file.read_text())
+    # mid-session: junk, a request with bad params, then a good call
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    bad_params = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 5}}
+    good = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "still here"}},
+    }
+    lines = [json.dumps(initialized), "[1, 2", "\u0000\xff garbage", json.dumps(bad_params)]
+    process.stdin.write("\n".join([*lines, json.dumps(good), ""]).encode())
+    process.stdin.flush()
+    by_id: dict[int, Any] = {}
+    while 3 not in by_id:
+        line = process.stdout.readline()
+        assert line, "the proxy closed stdout"
+        message = json.loads(line)
+        if "id" in message:
+            by_id[message["id"]] = message
+    assert by_id[2]["error"]["code"] == -32602  # invalid params, for that request only
+    assert by_id[3]["result"]["content"] == [{"type": "text", "text": "still here"}]
     process.stdin.close()
     assert process.wait(timeout=30) == 0, errors.read_text()
     deadline = time.monotonic() + 10
@@ -234,6 +414,23 @@ def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_bot
         time.sleep(0.05)
     else:
         pytest.fail("the upstream server outlived the proxy")
+
+
+async def test_an_upstream_that_never_answers_initialize_is_an_error_in_bounded_time(
+    home, tmp_path
+):
+    pid_file = tmp_path / "mute.pid"
+    mute = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)",
+    ]
+    config = ProxyConfig(command=mute, home=home, timeout=1, init_timeout=2)
+    with anyio.fail_after(60), pytest.raises(UpstreamError) as raised:
+        await run_proxy(config)
+    assert str(raised.value) == "the upstream MCP server did not answer initialize within 2 s"
+    with pytest.raises(ProcessLookupError):  # stopped, not left behind
+        os.kill(int(pid_file.read_text()), 0)
 
 
 def test_the_command_line_names_what_is_missing(home):

@@ -1,13 +1,17 @@
 """A small MCP server of our own, run as a subprocess behind ``offprompt mcp proxy``.
 
 Tools: ``logs`` (megabytes of log lines with needles), ``echo`` (small text),
-``image`` (a PNG), ``fail`` (a tool error), ``hang`` (never answers), ``die`` (exits
-mid-call), ``weather`` (structured output with an output schema), ``garbage`` (writes a
-malformed line to stdout before answering). A resource and a prompt too.
+``image`` (a PNG), ``blob`` (an embedded binary resource), ``bad_image`` (an image
+that is not base64), ``fail`` (a tool error), ``hang`` (never answers; says on stderr
+when cancelled), ``die`` (exits mid-call), ``half_answer`` (writes half of its answer,
+then exits), ``weather`` (structured output with an output schema), ``garbage``
+(writes a malformed line to stdout before answering), ``slow`` (reports progress). A
+resource and a prompt too.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import random
@@ -15,7 +19,8 @@ import sys
 from typing import TypedDict
 
 import anyio
-from mcp.server.fastmcp import FastMCP, Image
+from mcp import types
+from mcp.server.fastmcp import Context, FastMCP, Image
 from PIL import Image as PILImage
 
 server = FastMCP("fixture-upstream", instructions="a test server with large outputs")
@@ -67,6 +72,29 @@ def image(width: int = 256, height: int = 256) -> Image:
     return Image(data=buffer.getvalue(), format="png")
 
 
+def blob_bytes(kilobytes: int) -> bytes:
+    """Deterministic incompressible bytes."""
+    return random.Random(2).randbytes(kilobytes * 1024)
+
+
+@server.tool(structured_output=False)
+def blob(kilobytes: int = 64) -> types.EmbeddedResource:
+    """Return `kilobytes` KB of binary data as an embedded resource."""
+    data = base64.b64encode(blob_bytes(kilobytes)).decode()
+    return types.EmbeddedResource(
+        type="resource",
+        resource=types.BlobResourceContents(
+            uri="fixture://blob.bin", mimeType="application/octet-stream", blob=data
+        ),
+    )
+
+
+@server.tool(structured_output=False)
+def bad_image() -> types.ImageContent:
+    """Return an image whose data is not base64."""
+    return types.ImageContent(type="image", data="not base64! " * 2000, mimeType="image/png")
+
+
 @server.tool()
 def fail(message: str = "boom", repeat: int = 1) -> str:
     """Fail with `message` repeated `repeat` times."""
@@ -76,8 +104,21 @@ def fail(message: str = "boom", repeat: int = 1) -> str:
 @server.tool()
 async def hang() -> str:
     """Never answer."""
-    await anyio.sleep(3600)
+    try:
+        await anyio.sleep(3600)
+    except anyio.get_cancelled_exc_class():
+        sys.stderr.write("fixture-upstream: hang was cancelled\n")
+        sys.stderr.flush()
+        raise
     return "late"
+
+
+@server.tool()
+async def slow(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
+    """Report progress `steps` times, then answer."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"done after {steps} steps"
 
 
 @server.tool()
@@ -86,6 +127,15 @@ def die() -> str:
     sys.stderr.write("fixture-upstream: dying now\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+@server.tool()
+def half_answer(megabytes: float = 1.0) -> str:
+    """Write the first half of a JSON-RPC answer to stdout, then exit."""
+    sys.stdout.write('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"')
+    sys.stdout.write("x" * int(megabytes * 1_000_000))
+    sys.stdout.flush()
+    os._exit(4)
 
 
 class Weather(TypedDict):

@@ -65,6 +65,12 @@ def add_parser(commands: Any, common: argparse.ArgumentParser, positive: Any) ->
         metavar="N",
         help="bound of memory-tool outputs",
     )
+    p.add_argument(
+        "--max-message-mb",
+        type=float,
+        metavar="MB",
+        help="longest upstream answer read, in MB; a longer one is an error (512)",
+    )
     _scope_arguments(p)
     p.add_argument("upstream", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS")
     p.set_defaults(run=_run_proxy)
@@ -94,7 +100,10 @@ def _run_proxy(args: argparse.Namespace, ctx: Context) -> int:
         raise CLIError(f"--min-tokens must be 0 or more, got {args.min_tokens}")
     if args.timeout is not None and args.timeout <= 0:
         raise CLIError(f"--timeout must be more than 0, got {args.timeout:g}")
+    if args.max_message_mb is not None and args.max_message_mb <= 0:
+        raise CLIError(f"--max-message-mb must be more than 0, got {args.max_message_mb:g}")
     sdk = _sdk()
+    max_message = args.max_message_mb
     config = sdk.ProxyConfig(
         command=command,
         home=ctx.home,
@@ -103,6 +112,9 @@ def _run_proxy(args: argparse.Namespace, ctx: Context) -> int:
         sensitive=tuple(args.sensitive),
         timeout=args.timeout or sdk.DEFAULT_TIMEOUT,
         max_output_tokens=args.max_output_tokens,
+        max_message_bytes=(
+            sdk.DEFAULT_MAX_MESSAGE_BYTES if max_message is None else int(max_message * 1e6)
+        ),
     )
     sdk.main_proxy(config)
     return 0

@@ -18,6 +18,7 @@ import anyio
 
 from offprompt.mcp._core import ACTIVITY, DEFAULT_MIN_TOKENS, CoreBinding, Offloaded
 from offprompt.mcp.proxy import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_TIMEOUT,
     REFERENCES_META_KEY,
     ProxyConfig,
@@ -28,6 +29,7 @@ from offprompt.mcp.serve import ServeConfig, run_serve
 
 __all__ = [
     "ACTIVITY",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_MIN_TOKENS",
     "DEFAULT_TIMEOUT",
     "REFERENCES_META_KEY",

@@ -6,11 +6,8 @@ untyped, and the proxy must not validate or re-shape what it forwards).
 
 from __future__ import annotations
 
-import asyncio
-import os
-import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -19,10 +16,9 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 from offprompt.mcp._core import MemoryTool
+from offprompt.mcp._stdio import StdinLines, StdoutPipe, is_pipe
 
 __all__ = ["ToolTable", "run_stdio", "text_result"]
-
-_READ_CHUNK = 1 << 20
 
 
 def text_result(text: str, *, is_error: bool = False) -> types.CallToolResult:
@@ -60,74 +56,11 @@ class ToolTable:
         return text_result(result.text, is_error=result.is_error)
 
 
-class _StdinLines:
-    """Lines of standard input, read on the event loop so that shutdown never waits.
-
-    The SDK's default reader blocks a worker thread in ``readline``; when the proxy
-    must stop while its client keeps stdin open (the upstream server died), that
-    thread would hold the exit until the client wrote again.
-    """
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_READ_CHUNK)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-        pending: list[bytes] = []
-        while True:
-            chunk = await reader.read(_READ_CHUNK)
-            if not chunk:
-                break
-            while (cut := chunk.find(b"\n")) >= 0:
-                pending.append(chunk[: cut + 1])
-                yield b"".join(pending).decode("utf-8", errors="replace")
-                pending = []
-                chunk = chunk[cut + 1 :]
-            if chunk:
-                pending.append(chunk)
-        if pending and b"".join(pending).strip():
-            yield b"".join(pending).decode("utf-8", errors="replace")
-
-
-class _StdoutPipe:
-    """Standard output written on the event loop (the SDK's writer hops to a worker
-    thread twice a message, which dominates a pass-through call on a busy machine)."""
-
-    def __init__(self) -> None:
-        self._writer: asyncio.StreamWriter | None = None
-
-    async def _open(self) -> asyncio.StreamWriter:
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, sys.stdout.buffer
-        )
-        self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        return self._writer
-
-    async def write(self, text: str) -> None:
-        writer = self._writer or await self._open()
-        writer.write(text.encode("utf-8"))
-
-    async def flush(self) -> None:
-        if self._writer is not None:
-            await self._writer.drain()
-
-
-def _is_pipe(stream: Any) -> bool:
-    try:
-        mode = os.fstat(stream.fileno()).st_mode
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
 def _stdio() -> tuple[Any, Any]:
     """Event-loop readers and writers for piped stdin/stdout; ``None``: the SDK's own."""
     return (
-        _StdinLines() if _is_pipe(sys.stdin) else None,
-        _StdoutPipe() if _is_pipe(sys.stdout) else None,
+        StdinLines() if is_pipe(sys.stdin) else None,
+        StdoutPipe() if is_pipe(sys.stdout) else None,
     )
 
 

@@ -7,20 +7,24 @@ of at least ``min_tokens`` tokens (every block of a ``--sensitive`` tool) is sto
 the home's task memory and replaced by the reference sentence and card; an image,
 audio or embedded binary resource larger than about ``min_tokens`` tokens of base64 is
 stored as a blob and replaced by a reference with a card. ``structuredContent`` passes
-through untouched (only the text blocks may become references), as do ``isError``,
-``_meta`` and results that needed no offloading (byte for byte). The stored references
-ride in the result's ``_meta["offprompt/references"]``.
+through, except that a string in it equal to a stored text block becomes the same
+reference (when that still fits the tool's output schema); ``isError``, ``_meta`` and
+results that needed no offloading pass through untouched (byte for byte). The stored
+references ride in the result's ``_meta["offprompt/references"]``.
 
-Faults: a call the upstream does not answer within ``timeout`` seconds, or that the
-upstream cannot finish because it exited, comes back as a tool error saying so. When
+Faults: a call the upstream does not answer within ``timeout`` seconds (it is then
+cancelled upstream), or that the upstream cannot finish because it exited, or whose
+answer is longer than ``max_message_bytes``, comes back as a tool error saying so. When
 the upstream exits, the proxy answers what is in flight and exits (code 1); when the
-client closes stdin, the proxy closes the upstream's stdin and stops it.
+client closes stdin, the proxy closes the upstream's stdin and stops it. Progress
+notifications go on to the client, cancellations from it on to the upstream.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
 import sys
 import threading
@@ -34,18 +38,27 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 import anyio
+import jsonschema
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession, McpError, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
 from mcp.shared.message import SessionMessage
 
 from offprompt.errors import OffpromptError
 from offprompt.mcp._core import CoreBinding, Offloaded, open_task_memory
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
+from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, upstream_stdio
 from offprompt.scope import Scope
 
-__all__ = ["DEFAULT_TIMEOUT", "REFERENCES_META_KEY", "ProxyConfig", "UpstreamError", "run_proxy"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "REFERENCES_META_KEY",
+    "ProxyConfig",
+    "UpstreamError",
+    "run_proxy",
+]
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds the proxy waits for the upstream server to answer one request."""
@@ -75,8 +88,11 @@ class ProxyConfig:
         min_tokens: Text blocks with fewer tokens pass through (``None``: the default).
         sensitive: Tools whose every result is stored.
         timeout: Seconds to wait for each upstream answer (``initialize``: at least
-            :data:`INIT_TIMEOUT`, a server may be slow to start).
+            ``init_timeout``, a server may be slow to start).
+        init_timeout: Seconds the upstream gets, at least, to answer ``initialize``.
         max_output_tokens: Bound of every memory-tool output.
+        max_message_bytes: Longest message read from the upstream; a longer answer
+            comes back as an error (and is not kept), so the proxy's memory is bounded.
         env: Environment of the upstream (``None``: the proxy's own environment).
         cwd: Working directory of the upstream (``None``: the proxy's).
     """
@@ -87,7 +103,9 @@ class ProxyConfig:
     min_tokens: int | None = None
     sensitive: Sequence[str] = ()
     timeout: float = DEFAULT_TIMEOUT
+    init_timeout: float = INIT_TIMEOUT
     max_output_tokens: int = 1000
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     env: dict[str, str] | None = None
     cwd: Path | None = None
 
@@ -104,21 +122,71 @@ class _Upstream:
         self.idle.set()
 
     async def request(self, request: Any, result_type: type[Any]) -> Any:
-        """Forward one request as it is; McpError (timeout, closed) propagates."""
+        """Forward one request as it is; McpError (timeout, closed) propagates.
+
+        The request's ``_meta.progressToken`` goes along, so the upstream's progress
+        notifications carry the client's token (:class:`_Notifications` passes them
+        on). When the client cancels the request, or it times out, the upstream is
+        sent ``notifications/cancelled`` for it.
+        """
         # The parsed request keeps the client's "jsonrpc" and "id" as extra fields.
         request = type(request)(method=request.method, params=request.params)
         self.in_flight += 1
         self.idle = anyio.Event() if self.in_flight == 1 else self.idle
+        # The id send_request is about to give it (it takes the next one at once).
+        upstream_id = self.session._request_id
         try:
             return await self.session.send_request(
                 types.ClientRequest(request),
                 result_type,
                 request_read_timeout_seconds=self.timeout,
             )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._cancel(upstream_id, "cancelled by the client")
+            raise
+        except McpError as exc:
+            if exc.error.code == 408:  # the SDK's REQUEST_TIMEOUT
+                await self._cancel(upstream_id, "timed out in offprompt mcp proxy")
+            raise
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
+
+    async def _cancel(self, upstream_id: int, reason: str) -> None:
+        if self.gone.is_set():
+            return
+        notification = types.CancelledNotification(
+            params=types.CancelledNotificationParams(requestId=upstream_id, reason=reason)
+        )
+        with anyio.move_on_after(5), contextlib.suppress(Exception):
+            await self.session.send_notification(types.ClientNotification(notification))
+
+
+class _Notifications:
+    """What the upstream sends besides answers: progress goes on to the client (its
+    token is the client's own, forwarded with the request); a malformed message is
+    reported on stderr. Other notifications and the upstream's requests to the client
+    (sampling, elicitation, roots) are not forwarded."""
+
+    def __init__(self) -> None:
+        self.client: ServerSession | None = None
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            text = " ".join(str(message).split())[:300]
+            sys.stderr.write(f"offprompt mcp proxy: skipped a message of the upstream: {text}\n")
+            return
+        progress = isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ProgressNotification
+        )
+        if progress and self.client is not None:
+            # Rebuilt: the parsed one keeps "jsonrpc" as an extra field, sent twice.
+            forwarded = types.ProgressNotification(params=message.root.params)
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self.client.send_notification(types.ServerNotification(forwarded))
+        await anyio.lowlevel.checkpoint()
 
 
 async def _tap(
@@ -141,11 +209,18 @@ class Proxy:
     """The MCP server the client talks to, forwarding to one upstream session."""
 
     def __init__(
-        self, upstream: _Upstream, binding: CoreBinding, init: types.InitializeResult
+        self,
+        upstream: _Upstream,
+        binding: CoreBinding,
+        init: types.InitializeResult,
+        notifications: _Notifications,
     ) -> None:
         self.upstream = upstream
+        self.notifications = notifications
         self.binding = binding
         self.memory_tools = ToolTable(binding.memory_tools())
+        # The upstream's output schemas, as listed (a swapped structured result must fit).
+        self.output_schemas: dict[str, dict[str, Any]] = {}
         info = init.serverInfo
         self.server: Server[Any, Any] = Server(
             f"offprompt-proxy ({info.name})",
@@ -171,13 +246,21 @@ class Proxy:
     def _forward(self, result_type: type[Any]) -> Any:
         async def handler(request: Any) -> types.ServerResult:
             # McpError (the upstream's own error, a timeout) goes back as the JSON-RPC error.
-            return types.ServerResult(await self.upstream.request(request, result_type))
+            return types.ServerResult(await self._request(request, result_type))
 
         return handler
 
+    async def _request(self, request: Any, result_type: type[Any]) -> Any:
+        """Forward ``request``; the upstream's progress on it goes to this client."""
+        self.notifications.client = self.server.request_context.session
+        return await self.upstream.request(request, result_type)
+
     async def list_tools(self, request: types.ListToolsRequest) -> types.ServerResult:
-        listed: types.ListToolsResult = await self.upstream.request(request, types.ListToolsResult)
+        listed: types.ListToolsResult = await self._request(request, types.ListToolsResult)
         tools = list(listed.tools)
+        for tool in tools:
+            if tool.outputSchema is not None:
+                self.output_schemas[tool.name] = tool.outputSchema
         clash = sorted({t.name for t in tools} & set(self.memory_tools.tools))
         if clash:
             raise McpError(
@@ -198,9 +281,7 @@ class Proxy:
                 await self.memory_tools.call(name, request.params.arguments or {})
             )
         try:
-            result: types.CallToolResult = await self.upstream.request(
-                request, types.CallToolResult
-            )
+            result: types.CallToolResult = await self._request(request, types.CallToolResult)
         except McpError as exc:
             return types.ServerResult(text_result(self._failure(name, exc), is_error=True))
         try:
@@ -232,6 +313,7 @@ class Proxy:
         is_error = bool(result.isError)
         content: list[types.ContentBlock] = []
         references: list[dict[str, Any]] = []
+        replaced: dict[str, str] = {}
         for block in result.content:
             offloaded = await self._offload_block(tool, block, is_error=is_error)
             if offloaded is None or offloaded.reference is None:
@@ -239,11 +321,44 @@ class Proxy:
                 continue
             references.append(offloaded.reference.to_artifact())
             content.append(types.TextContent(type="text", text=offloaded.text))
+            if isinstance(block, types.TextContent):
+                replaced[block.text] = offloaded.text
         if not references:
             return result  # untouched: the client gets the upstream's bytes
         meta = dict(result.meta or {})
         meta[REFERENCES_META_KEY] = references
-        return result.model_copy(update={"content": content, "meta": meta})
+        update: dict[str, Any] = {"content": content, "meta": meta}
+        if result.structuredContent is not None and replaced:
+            update["structuredContent"] = self._structured(tool, result.structuredContent, replaced)
+        return result.model_copy(update=update)
+
+    def _structured(
+        self, tool: str, structured: dict[str, Any], replaced: dict[str, str]
+    ) -> dict[str, Any]:
+        """``structured`` with each string equal to a stored text block replaced by its
+        reference, if it still fits the tool's output schema (else ``structured``).
+
+        FastMCP tools that return text repeat it as ``{"result": text}``: passed through,
+        the stored output would reach the client anyway.
+        """
+
+        def swap(value: Any) -> Any:
+            if isinstance(value, str):
+                return replaced.get(value, value)
+            if isinstance(value, dict):
+                return {key: swap(item) for key, item in value.items()}
+            if isinstance(value, list):
+                return [swap(item) for item in value]
+            return value
+
+        swapped: dict[str, Any] = swap(structured)
+        schema = self.output_schemas.get(tool)
+        if schema is not None:
+            try:
+                jsonschema.validate(swapped, schema)
+            except jsonschema.ValidationError:
+                return structured
+        return swapped
 
     async def _offload_block(
         self, tool: str, block: types.ContentBlock, *, is_error: bool
@@ -318,7 +433,7 @@ async def run_proxy(config: ProxyConfig) -> None:
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(opening.run)
-            gone = await _serve(params, opening, config.timeout)
+            gone = await _serve(params, opening, config)
     except BaseExceptionGroup as group_error:
         raise _single(group_error) from None
     finally:
@@ -370,25 +485,36 @@ class _Opening:
         )
 
 
-async def _serve(params: StdioServerParameters, opening: _Opening, timeout: float) -> bool:
+async def _serve(params: StdioServerParameters, opening: _Opening, config: ProxyConfig) -> bool:
     """Serve until one side leaves; whether the upstream left first."""
     gone = anyio.Event()
     died = False
+    timeout = config.timeout
+    init_timeout = max(timeout, config.init_timeout)
     try:
-        transport = stdio_client(params, errlog=sys.stderr)
+        transport: Any
+        if sys.platform == "win32":  # pragma: no cover - the SDK's job objects, its reader
+            from mcp.client.stdio import stdio_client
+
+            transport = stdio_client(params, errlog=sys.stderr)
+        else:
+            transport = upstream_stdio(
+                params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
+            )
         async with transport as (up_read, up_write), anyio.create_task_group() as group:
             sink, tapped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             group.start_soon(_tap, up_read, sink, gone)
-            async with ClientSession(tapped, up_write) as session:
+            notifications = _Notifications()
+            async with ClientSession(tapped, up_write, message_handler=notifications) as session:
                 try:
-                    with anyio.fail_after(max(timeout, INIT_TIMEOUT)):
+                    with anyio.fail_after(init_timeout):
                         init = await session.initialize()
                 except McpError as exc:
                     raise UpstreamError(
                         f"the upstream MCP server failed to initialize: {exc.error.message}"
                     ) from None
                 binding = await opening.binding()
-                proxy = Proxy(_Upstream(session, gone, timeout), binding, init)
+                proxy = Proxy(_Upstream(session, gone, timeout), binding, init, notifications)
                 await run_stdio(proxy.server, until=proxy.wait_gone)
                 died = gone.is_set()
                 opening.start_close()  # no handler runs any more
@@ -396,5 +522,5 @@ async def _serve(params: StdioServerParameters, opening: _Opening, timeout: floa
     except OffpromptError:
         raise
     except Exception as exc:
-        raise _translate(_single(exc), params, max(timeout, INIT_TIMEOUT)) from None
+        raise _translate(_single(exc), params, init_timeout) from None
     return died
