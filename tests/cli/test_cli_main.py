@@ -324,7 +324,9 @@ def test_demo_is_found_through_its_entry_point(monkeypatch, home: Path, capsys) 
     assert found is not None and found.__module__ == "offprompt_demo.demo"
 
     calls: list[str | None] = []
-    monkeypatch.setattr(cli, "_demo_main", lambda: lambda: calls.append(os.environ.get("OFFPROMPT_HOME")) or 0)
+    monkeypatch.setattr(
+        cli, "_demo_main", lambda: lambda: calls.append(os.environ.get("OFFPROMPT_HOME")) or 0
+    )
     monkeypatch.setenv("OFFPROMPT_HOME", "unused")
     assert main(["--home", str(home), "demo"]) == EXIT_OK
     assert calls == [str(home)]

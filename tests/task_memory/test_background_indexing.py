@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,8 @@ from offprompt.task_memory import (
     InMemoryBlobStore,
     TaskMemory,
 )
-from offprompt.vectors import QdrantVectorStore
+from offprompt.task_memory.tools import memory_tool_specs
+from offprompt.vectors import HashingEmbedder, QdrantVectorStore
 
 NEEDLE = "CRIT vault-9 rejected the rotation key K-77421 (expired)\n"
 
@@ -158,3 +161,41 @@ def test_the_subtask_entry_answer_is_filled_with_the_reference() -> None:
         own = ActionSubtaskMetaEntry(thought="t", actions="a", answer="kept")
         memory.process_output("logs", "call", TextArtifact(_logs(10), name="s2"), context=own)
         assert own.answer == "kept" and memory.meta_memory.entries[-1].answer == "kept"
+
+
+class _HeldEmbedder(HashingEmbedder):
+    """Embeds only once ``release`` is set, so a test can act while indexing is pending."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.release.wait(timeout=60)
+        return super().embed_documents(texts)
+
+
+def test_the_grep_and_read_tools_answer_while_indexing_is_pending() -> None:
+    # The tools' namespace check must not wait for the index (a 100 MB output through
+    # the MCP proxy made the first grep_memory wait minutes for it).
+    embedder = _HeldEmbedder()
+    with TaskMemory(vector_store=QdrantVectorStore(embedder=embedder)) as memory:
+        memory.process_output("logs", "call", TextArtifact(_logs(2000) + NEEDLE, name="held"))
+        tools = {spec.name: spec for spec in memory_tool_specs(memory)}
+        answers: dict[str, str] = {}
+
+        def ask() -> None:
+            grep = tools["grep_memory"].call(artifact_namespace="held", pattern="K-77421")
+            page = tools["read_memory"].call(artifact_namespace="held", page=1)
+            answers.update(grep=grep.text, read=page.text)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        asking.join(timeout=20)
+        answered_while_pending = not asking.is_alive() and not memory.stats("held").indexed
+        embedder.release.set()
+        asking.join()
+        assert answered_while_pending
+        assert "2001: CRIT vault-9 rejected the rotation key K-77421" in answers["grep"]
+        assert "GET /items/0 200" in answers["read"]
+        assert memory.wait_indexed("held", timeout=60)

@@ -100,10 +100,12 @@ class _Home:
             return "No stored outputs in this scope."
         lines = [f"{len(names)} stored output(s) (memory_name {self.memory.name!r}):"]
         for name in names:
-            meta = self.memory.namespace_metadata(name)
+            # A listing never waits for an index: sizes so far, estimates marked "~".
+            tool = self.memory.namespace_metadata(name, wait=False)["tool"]
+            stats = self.memory.stats(name)
+            about = "~" if stats.tokens_estimated else ""
             lines.append(
-                f"- {name}: tool {meta.get('tool')}, {int(meta.get('bytes', 0)):,} bytes, "
-                f"{int(meta.get('tokens', 0)):,} tokens"
+                f"- {name}: tool {tool}, {stats.bytes:,} bytes, {about}{stats.tokens:,} tokens"
             )
         return self.bound("\n".join(lines))
 

@@ -1015,6 +1015,15 @@ class TaskMemory:
 
     # ------------------------------------------------------------------ reading
 
+    def has_namespace(self, namespace: str) -> bool:
+        """Whether ``namespace`` is stored in this memory (and scope), without waiting for
+        its indexing: the memory tools check this first, so grep and read answer at once.
+
+        Raises:
+            NamespaceError: ``namespace`` is not a valid namespace name.
+        """
+        return self._meta(namespace) is not None
+
     def namespaces(self) -> list[str]:
         """Committed namespaces of this memory and tenant, sorted."""
         docs = self.vector_store.list_metadata(_META_KEY)
@@ -1138,7 +1147,7 @@ class TaskMemory:
             "stats": dict(meta.get("stats") or {}),
         }
 
-    def namespace_metadata(self, namespace: str) -> dict[str, Any]:
+    def namespace_metadata(self, namespace: str, *, wait: bool = True) -> dict[str, Any]:
         """Where ``namespace`` came from and how big it is.
 
         Keys: ``tool``, ``activity``, ``created_at``, ``bytes``, ``tokens``, ``storage``
@@ -1146,12 +1155,15 @@ class TaskMemory:
         ``subtasks`` (recorded :class:`ActionSubtaskMetaEntry` dicts).
 
         Waits for the namespace's pending indexing first, so ``tokens`` and ``chunks``
-        are exact (:meth:`stats` answers at once, with estimates).
+        are exact; ``wait=False`` answers at once, with the counts known so far (what
+        :meth:`stats` estimates).
 
         Raises:
             NotFoundError: The namespace is unknown.
         """
-        self._require(namespace)
+        meta = self._require(namespace)
+        if not wait:
+            return self._public_meta(namespace, meta)
         self.wait_indexed(namespace)
         meta = self._ensure_exact_pages(namespace, self._require(namespace))
         return self._public_meta(namespace, meta)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from offprompt.errors import NamespaceError, NotFoundError, OffpromptError, ValidationError
+from offprompt.errors import NamespaceError, OffpromptError, ValidationError
 from offprompt.task_memory.offload import ACTIVITY, DEFAULT_MAX_OUTPUT_TOKENS, bound_text
 
 if TYPE_CHECKING:
@@ -307,13 +307,15 @@ class _Tools:
                 )
             memory = found
         try:
-            memory.namespace_metadata(args.artifact_namespace)
-        except (NotFoundError, NamespaceError):
+            known_namespace = memory.has_namespace(args.artifact_namespace)
+        except NamespaceError:
+            known_namespace = False
+        if not known_namespace:
             # Never list the memory's namespaces: they may belong to other conversations.
             raise _ModelError(
                 f'Unknown artifact_namespace "{_echo(args.artifact_namespace)}" in memory '
                 f'"{memory.name}". Use the artifact_namespace quoted in the reference, exactly.'
-            ) from None
+            )
         return memory
 
     def query(self, args: QueryMemoryArgs) -> str:
