@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PACKAGES := -e ".[mcp]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
+PACKAGES := -e ".[mcp,postgres]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src
 
 .PHONY: setup test demo lint format bench clean

@@ -3,9 +3,13 @@
 * :class:`InMemoryStore`: this process only; tests and short sessions.
 * :class:`SQLiteStore`: the embedded default (WAL; threads and processes share it).
 * :class:`QdrantStore`: a Qdrant collection shared by several machines.
+* :class:`PostgresStore`: a PostgreSQL server shared by several machines (the extra
+  ``offprompt[postgres]``; imported on first use, so the core needs no psycopg).
 
-All three pass the same contract test suite.
+All of them pass the same contract test suite.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from offprompt.stores.base import (
     MAX_SESSION_ID_LENGTH,
@@ -21,12 +25,16 @@ from offprompt.stores.memory import InMemoryStore
 from offprompt.stores.qdrant import QdrantStore
 from offprompt.stores.sqlite import SQLiteStore, default_path, default_store
 
+if TYPE_CHECKING:
+    from offprompt.stores.postgres import PostgresStore
+
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "BaseStore",
     "ConversationStore",
     "InMemoryStore",
     "IndexEntry",
+    "PostgresStore",
     "QdrantStore",
     "SQLiteStore",
     "SessionInfo",
@@ -36,3 +44,16 @@ __all__ = [
     "default_store",
     "validate_session_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":
+        try:
+            from offprompt.stores.postgres import PostgresStore
+        except ImportError as exc:
+            raise ImportError(
+                f"PostgresStore needs psycopg 3 and psycopg_pool ({exc}): "
+                "pip install 'offprompt[postgres]'"
+            ) from exc
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
