@@ -45,3 +45,12 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .offprompt
+
+# The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
+# veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
+NETNS_STAMP := $(VENV)/.iproute2-stamp
+$(NETNS_STAMP): $(STAMP)
+	@command -v ip >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; } || echo "the multi-host tests need iproute2 and root: run 'apt-get install iproute2' as root (they skip without it)"
+	touch $@
+
+test: $(NETNS_STAMP)
