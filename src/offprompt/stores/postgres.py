@@ -235,11 +235,14 @@ def _describe(params: dict[str, Any]) -> str:
     return f"{host}:{port}/{dbname}"
 
 
+# The arrays go in binary (%b): psycopg dumps a text-format array by escaping every
+# element with a regex, which made that dump most of an append's time (bodies are long).
 _INSERT_MESSAGES = (
     f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
     " appended_at, body, batch)"
     " SELECT %s, %s, %s, %s, %s, %s + t.i - 1, t.role, t.tokens, %s, t.body, %s"
-    " FROM unnest(%s::text[], %s::bigint[], %s::text[]) WITH ORDINALITY AS t(role, tokens, body, i)"
+    " FROM unnest(%b::text[], %b::bigint[], %b::text[])"
+    " WITH ORDINALITY AS t(role, tokens, body, i)"
 )
 _BUMP = (
     "INSERT INTO offprompt_sessions AS s"
@@ -299,7 +302,7 @@ def _op_append(
         # "unreferenced" blobs waits for this reference instead of dropping the blob.
         yield _Q(
             f"INSERT INTO offprompt_blobs ({_PART_KEY}, key, data)"
-            " SELECT %s, %s, %s, %s, k, d FROM unnest(%s::text[], %s::bytea[]) AS t(k, d)"
+            " SELECT %s, %s, %s, %s, k, d FROM unnest(%b::text[], %b::bytea[]) AS t(k, d)"
             f" ON CONFLICT ({_PART_KEY}, key) DO UPDATE SET key = EXCLUDED.key",
             (*part, list(blobs), list(blobs.values())),
             "rowcount",
