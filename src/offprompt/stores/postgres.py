@@ -89,7 +89,7 @@ from offprompt.stores.base import (
     encode_state,
 )
 
-__all__ = ["MAX_IDEMPOTENCY_KEY_LENGTH", "SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["MAX_IDEMPOTENCY_KEY_LENGTH", "SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 SCHEMA_VERSION = 2
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
@@ -209,8 +209,8 @@ _SECRET_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 _SECRET_PARAM = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
-def _redact(text: str) -> str:
-    """``text`` with any password of a dsn in it replaced by ``***``."""
+def redact_dsn(text: str) -> str:
+    """``text`` with any password of a dsn in it replaced by ``***`` (for messages, logs)."""
     return _SECRET_PARAM.sub(r"\1***", _SECRET_IN_URL.sub(r"\1***@", text))
 
 
@@ -221,8 +221,8 @@ def _parse_dsn(dsn: str) -> dict[str, Any]:
         return pg_conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
         raise ValidationError(
-            f"not a PostgreSQL connection string: {_redact(dsn)!r} "
-            f"({_redact(str(exc).strip())}); give 'postgresql://user@host:port/dbname' "
+            f"not a PostgreSQL connection string: {redact_dsn(dsn)!r} "
+            f"({redact_dsn(str(exc).strip())}); give 'postgresql://user@host:port/dbname' "
             "or 'host=... port=... dbname=...'"
         ) from None
 
@@ -673,7 +673,7 @@ class PostgresStore(BaseStore):
         if self._password:
             detail = detail.replace(self._password, "***")
         return StorageError(
-            f"PostgreSQL at {self.where}: {action} failed: {_redact(detail)}", host=self.where
+            f"PostgreSQL at {self.where}: {action} failed: {redact_dsn(detail)}", host=self.where
         )
 
     # -- connections -----------------------------------------------------------------
