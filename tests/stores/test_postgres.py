@@ -383,3 +383,11 @@ def test_scopes_are_sql_partitions(store: PostgresStore, postgres_dsn: str) -> N
         )
     }
     assert {"offprompt_messages_user", "offprompt_state_user", "offprompt_sessions_user"} <= indexes
+
+
+def test_connections_ask_the_server_to_end_abandoned_transactions(store: PostgresStore) -> None:
+    with store._sync_pool().connection() as conn:
+        timeout = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        keepalives = conn.info.get_parameters().get("keepalives")
+    assert timeout == ("1min",)
+    assert keepalives == "1"
