@@ -23,7 +23,14 @@ $(BROWSER_STAMP): $(STAMP)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || { echo "make test needs chromium for the HTML page test: run 'apt-get install chromium' as root"; exit 1; }
 	touch $@
 
-test: setup $(BROWSER_STAMP)
+# PostgresStore is tested against a throwaway cluster (tests/postgres_testing.py) made
+# with the server binaries of Debian's package; the cluster itself is never started here.
+PG_STAMP := $(VENV)/.postgresql-stamp
+$(PG_STAMP): $(STAMP)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -n "$$OFFPROMPT_PG_BIN" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } || { echo "make test needs the PostgreSQL server binaries for the PostgresStore tests: run 'apt-get install postgresql' as root (or set OFFPROMPT_PG_BIN to a bin/ holding initdb and pg_ctl)"; exit 1; }
+	touch $@
+
+test: setup $(BROWSER_STAMP) $(PG_STAMP)
 	$(BIN)/python -m pytest -n 2
 
 demo: setup

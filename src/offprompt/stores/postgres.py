@@ -45,6 +45,11 @@ freed space (``PostgresStore.purge`` rewrites the tables, ``VACUUM FULL``), the 
 segments not yet recycled still hold the rows, and replicas, WAL archives and backups
 are out of the store's reach.
 
+Dead peers. Unless the dsn says otherwise, the store's own connections use TCP
+keepalives and a TCP user timeout (a cut link fails a call within about 30 s instead of
+hanging), and ask the server to end a session idle in a transaction for 60 s (a writer
+cut off mid-transaction frees the session's counter row within a minute).
+
 Async. Every ``a*`` method runs on psycopg's async API, through an
 ``AsyncConnectionPool`` made in the running event loop (one per loop), never in a
 thread. Connecting to a host *name* resolves it with the loop's ``getaddrinfo`` (the
@@ -89,7 +94,7 @@ from offprompt.stores.base import (
     encode_state,
 )
 
-__all__ = ["MAX_IDEMPOTENCY_KEY_LENGTH", "SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["MAX_IDEMPOTENCY_KEY_LENGTH", "SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 SCHEMA_VERSION = 2
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
@@ -105,6 +110,19 @@ _TABLES = (
     "offprompt_blob_refs",
     "offprompt_batches",
 )
+
+#: libpq settings (unless the dsn sets them) that notice a peer gone silent (a cut
+#: link) within seconds: TCP keepalives while waiting for an answer, and a user timeout
+#: on unacknowledged sends. The server side gets ``idle_in_transaction_session_timeout``
+#: (60 s) in ``options``, so a writer cut off mid-transaction releases the session's row
+#: lock within a minute instead of the hours the OS's keepalives take.
+_DEAD_PEER_DEFAULTS = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 
 _PART_COLS = (
     "tenant text NOT NULL DEFAULT '', user_id text NOT NULL DEFAULT '',"
@@ -209,8 +227,8 @@ _SECRET_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 _SECRET_PARAM = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
-def _redact(text: str) -> str:
-    """``text`` with any password of a dsn in it replaced by ``***``."""
+def redact_dsn(text: str) -> str:
+    """``text`` with any password of a dsn in it replaced by ``***`` (for messages, logs)."""
     return _SECRET_PARAM.sub(r"\1***", _SECRET_IN_URL.sub(r"\1***@", text))
 
 
@@ -221,8 +239,8 @@ def _parse_dsn(dsn: str) -> dict[str, Any]:
         return pg_conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
         raise ValidationError(
-            f"not a PostgreSQL connection string: {_redact(dsn)!r} "
-            f"({_redact(str(exc).strip())}); give 'postgresql://user@host:port/dbname' "
+            f"not a PostgreSQL connection string: {redact_dsn(dsn)!r} "
+            f"({redact_dsn(str(exc).strip())}); give 'postgresql://user@host:port/dbname' "
             "or 'host=... port=... dbname=...'"
         ) from None
 
@@ -646,6 +664,13 @@ class PostgresStore(BaseStore):
         self._params = _parse_dsn(given if isinstance(given, str) else str(given))
         if "connect_timeout" not in self._params:
             self._params["connect_timeout"] = max(1, round(connect_timeout))
+        for name, value in _DEAD_PEER_DEFAULTS.items():
+            self._params.setdefault(name, value)
+        options = str(self._params.get("options") or "")
+        if "idle_in_transaction_session_timeout" not in options:
+            self._params["options"] = (
+                f"{options} -c idle_in_transaction_session_timeout=60000".strip()
+            )
         self._conninfo = pg_conninfo.make_conninfo(**self._params)
         self._password = str(self._params.get("password") or "")
         self.where = _describe(self._params)
@@ -676,7 +701,7 @@ class PostgresStore(BaseStore):
         if self._password:
             detail = detail.replace(self._password, "***")
         return StorageError(
-            f"PostgreSQL at {self.where}: {action} failed: {_redact(detail)}", host=self.where
+            f"PostgreSQL at {self.where}: {action} failed: {redact_dsn(detail)}", host=self.where
         )
 
     # -- connections -----------------------------------------------------------------
@@ -800,9 +825,12 @@ class PostgresStore(BaseStore):
                     host=self.where,
                 )
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[step]:
-                    conn.execute(statement)
-                conn.execute("INSERT INTO offprompt_schema_version (version) VALUES (%s)", (step,))
+                # One round trip per migration: statements without parameters can share one.
+                conn.execute(
+                    "; ".join(
+                        (*MIGRATIONS[step], f"INSERT INTO offprompt_schema_version VALUES ({step})")
+                    )
+                )
 
     @property
     def schema_version(self) -> int:
