@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -96,7 +97,7 @@ class Writers:
         self.session = session
         self.options = options
         self.procs: dict[int, subprocess.Popen[str]] = {}
-        self.reports: dict[int, list[dict[str, object]]] = {}
+        self.reports: dict[int, list[dict[str, Any]]] = {}
 
     def log(self, host: Host) -> Path:
         return self.workdir / f"{host.netns}.log"
@@ -126,7 +127,7 @@ class Writers:
         self.procs[host.index] = proc
         return proc
 
-    def acked(self, host: Host) -> list[dict[str, object]]:
+    def acked(self, host: Host) -> list[dict[str, Any]]:
         path = self.log(host)
         if not path.exists():
             return []
@@ -143,10 +144,10 @@ class Writers:
                 raise AssertionError(f"timed out waiting for {what}")
             time.sleep(0.02)
 
-    def finish(self, proc: subprocess.Popen[str], index: int) -> dict[str, object]:
+    def finish(self, proc: subprocess.Popen[str], index: int) -> dict[str, Any]:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, f"writer on host {index} exited {proc.returncode}: {err}"
-        report: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+        report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
         self.reports.setdefault(index, []).append(report)
         return report
 
@@ -161,8 +162,9 @@ class Writers:
                 proc.kill()
                 proc.communicate()
 
-    def errors(self, host: Host) -> list[object]:
-        return [e for r in self.reports.get(host.index, []) for e in r["errors"]]  # type: ignore[attr-defined]
+    def errors(self, host: Host) -> list[str]:
+        """The errors the host's writer runs retried."""
+        return [e for r in self.reports.get(host.index, []) for e in r["errors"]]
 
 
 @pytest.fixture
