@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PACKAGES := -e ".[mcp]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
+PACKAGES := -e ".[mcp,postgres]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src
 
 .PHONY: setup test demo lint format bench clean
@@ -23,7 +23,14 @@ $(BROWSER_STAMP): $(STAMP)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || { echo "make test needs chromium for the HTML page test: run 'apt-get install chromium' as root"; exit 1; }
 	touch $@
 
-test: setup $(BROWSER_STAMP)
+# PostgresStore is tested against a throwaway cluster (tests/postgres_testing.py) made
+# with the server binaries of Debian's package; the cluster itself is never started here.
+PG_STAMP := $(VENV)/.postgresql-stamp
+$(PG_STAMP): $(STAMP)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -n "$$OFFPROMPT_PG_BIN" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } || { echo "make test needs the PostgreSQL server binaries for the PostgresStore tests: run 'apt-get install postgresql' as root (or set OFFPROMPT_PG_BIN to a bin/ holding initdb and pg_ctl)"; exit 1; }
+	touch $@
+
+test: setup $(BROWSER_STAMP) $(PG_STAMP)
 	$(BIN)/python -m pytest -n 2
 
 demo: setup
@@ -45,3 +52,12 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .offprompt
+
+# The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
+# veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
+NETNS_STAMP := $(VENV)/.iproute2-stamp
+$(NETNS_STAMP): $(STAMP)
+	@command -v ip >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; } || echo "the multi-host tests need iproute2 and root: run 'apt-get install iproute2' as root (they skip without it)"
+	touch $@
+
+test: $(NETNS_STAMP)

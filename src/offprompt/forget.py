@@ -155,8 +155,8 @@ def forget(
     )
     report = ForgetReport(selected)
     steps: list[tuple[str, Any]] = []
-    steps += [(repr(s), lambda s=s: _store(s, selected, all)) for s in stores]
     residues: dict[str, list[str]] = {}
+    steps += [(repr(s), lambda s=s: _store(s, selected, all, residues)) for s in stores]
 
     def _memory(memory: Any) -> dict[str, int]:
         counts = dict(memory.forget_scope(selected, all=all))
@@ -191,10 +191,12 @@ def forget(
     return report
 
 
-def _store(store: Any, scope: Scope, all: bool) -> dict[str, int]:
+def _store(store: Any, scope: Scope, all: bool, residues: dict[str, list[str]]) -> dict[str, int]:
     if not isinstance(store, BaseStore):
         raise StorageError(f"{store!r} is not an offprompt store with forget_scope")
     counts = store.forget_scope(scope, all=all)
+    if counts.residue:
+        residues[repr(store)] = list(counts.residue)
     return {
         "messages": counts.messages,
         "state": counts.state,

@@ -33,9 +33,15 @@ from offprompt.steps import (
 from offprompt.stores import InMemoryStore, SQLiteStore
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    s: Any = SQLiteStore(tmp_path / "steps.db") if request.param == "sqlite" else InMemoryStore()
+    s: Any
+    if request.param == "postgres":
+        from offprompt.stores import PostgresStore
+
+        s = PostgresStore(request.getfixturevalue("postgres_dsn"))
+    else:
+        s = SQLiteStore(tmp_path / "steps.db") if request.param == "sqlite" else InMemoryStore()
     yield s
     s.close()
 

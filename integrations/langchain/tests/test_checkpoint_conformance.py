@@ -2,7 +2,8 @@
 
 All eight capabilities (put, put_writes, get_tuple, list, delete_thread and the extended
 delete_for_runs, copy_thread, prune) run against ``OffpromptSaver`` on the SQLite file
-(the default store), on a real Qdrant engine and on ``InMemoryStore``.
+(the default store), on a real Qdrant engine, on a real PostgreSQL server (a schema of
+the throwaway cluster per saver) and on ``InMemoryStore``.
 """
 
 from __future__ import annotations
@@ -18,17 +19,27 @@ from offprompt_langchain.checkpoint import OffpromptSaver
 from offprompt.stores import ConversationStore, InMemoryStore, QdrantStore, SQLiteStore
 
 
-def _stores(tmp_path: Path) -> dict[str, Callable[[int], ConversationStore]]:
+def _stores(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> dict[str, Callable[[int], ConversationStore]]:
+    def postgres(n: int) -> ConversationStore:
+        from offprompt.stores import PostgresStore
+
+        return PostgresStore(request.getfixturevalue("postgres_cluster").create_schema())
+
     return {
         "sqlite": lambda n: SQLiteStore(tmp_path / f"conformance-{n}.db"),
         "qdrant": lambda n: QdrantStore(path=str(tmp_path / f"qdrant-{n}")),
+        "postgres": postgres,
         "memory": lambda n: InMemoryStore(),
     }
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "qdrant", "memory"])
-async def test_conformance_all_capabilities(kind: str, tmp_path: Path) -> None:
-    make = _stores(tmp_path)[kind]
+@pytest.mark.parametrize("kind", ["sqlite", "qdrant", "postgres", "memory"])
+async def test_conformance_all_capabilities(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    make = _stores(tmp_path, request)[kind]
     created = 0
 
     @checkpointer_test(name=f"OffpromptSaver[{kind}]")

@@ -39,16 +39,18 @@ from langgraph.graph import END, START, StateGraph
 from offprompt_langchain.checkpoint import OffpromptSaver
 from typing_extensions import TypedDict
 
-from offprompt.stores import QdrantStore, SQLiteStore
+from offprompt.stores import BaseStore, PostgresStore, QdrantStore, SQLiteStore
 
 
-@pytest.fixture(params=["sqlite", "qdrant"])
+@pytest.fixture(params=["sqlite", "qdrant", "postgres"])
 def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OffpromptSaver]:
-    store = (
-        SQLiteStore(tmp_path / "ported.db")
-        if request.param == "sqlite"
-        else QdrantStore(path=str(tmp_path / "qdrant"))
-    )
+    store: BaseStore
+    if request.param == "sqlite":
+        store = SQLiteStore(tmp_path / "ported.db")
+    elif request.param == "postgres":
+        store = PostgresStore(request.getfixturevalue("postgres_dsn"))
+    else:
+        store = QdrantStore(path=str(tmp_path / "qdrant"))
     with OffpromptSaver(store) as made:
         yield made
     store.close()

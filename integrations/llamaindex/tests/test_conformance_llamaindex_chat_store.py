@@ -5,7 +5,8 @@ test_sql.py`` at 09e5118d6cffb504bdb7a4741547b0ea582f2106.
 
 What was changed, and only that: the class under test (``SQLAlchemyChatStore(table_name=
 ..., async_database_uri="sqlite+aiosqlite:///:memory:")`` became ``OffpromptChatStore``
-on a SQLite file in ``tmp_path``) and, in ``test_delete_message``, how the message ids
+on a SQLite file in ``tmp_path``, and on a real PostgreSQL server: a ``PostgresStore``
+on a fresh schema of the throwaway cluster) and, in ``test_delete_message``, how the message ids
 are found: upstream selects the rows of its SQL table; ``delete_message(key, idx)``
 takes our store's sequence number as ``idx``, read from the store's index (what
 ``SQLAlchemyChatStore`` calls the row id). Every upstream assertion is kept.
@@ -13,6 +14,7 @@ takes our store's sequence number as ``idx``, read from the store's index (what
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +23,15 @@ from llama_index.core.storage.chat_store.base_db import MessageStatus
 from offprompt_llamaindex import OffpromptChatStore
 
 
-@pytest.fixture()
-def chat_store(tmp_path: Path) -> OffpromptChatStore:
-    return OffpromptChatStore(path=tmp_path / "memory.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def chat_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OffpromptChatStore]:
+    if request.param == "sqlite":
+        yield OffpromptChatStore(path=tmp_path / "memory.db")
+        return
+    from offprompt.stores import PostgresStore
+
+    with PostgresStore(request.getfixturevalue("postgres_dsn")) as store:
+        yield OffpromptChatStore(store)
 
 
 async def test_add_get_messages(chat_store: OffpromptChatStore) -> None:

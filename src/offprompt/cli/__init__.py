@@ -15,7 +15,9 @@ Commands (``offprompt COMMAND --help`` for each)::
     offprompt demo                             the guided offline demo (offprompt-demo)
 
 Every command takes ``--home DIR`` (default ``$OFFPROMPT_HOME`` or ``./.offprompt``):
-conversations are in ``HOME/memory.db``, task memory in ``HOME/qdrant``.
+conversations are in ``HOME/memory.db``, task memory in ``HOME/qdrant``. With
+``--store postgresql://user@host/db`` conversations are on that PostgreSQL server
+instead (``offprompt[postgres]``).
 
 Exit codes: 0 success; 1 the command could not be carried out (bad or wrong-format
 input, unknown session or namespace, unwritable output, a path that is not a store);
@@ -104,9 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="offprompt home (default: $OFFPROMPT_HOME or ./.offprompt)",
     )
-    # --home is accepted after the command too; SUPPRESS keeps a global value.
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        type=_store_url,
+        help="conversations on a PostgreSQL server (postgresql://user@host:port/db) "
+        "instead of HOME/memory.db",
+    )
+    # --home and --store are accepted after the command too; SUPPRESS keeps a global value.
     common = _Parser(add_help=False)
     common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument(
+        "--store", metavar="URL", type=_store_url, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = commands.add_parser(
@@ -225,6 +237,15 @@ def _run_demo(args: argparse.Namespace, ctx: Context) -> int:
     return result if isinstance(result, int) else EXIT_OK
 
 
+def _store_url(value: str) -> str:
+    if not value.startswith(("postgresql://", "postgres://")):
+        raise argparse.ArgumentTypeError(
+            "--store takes a postgresql:// URL (postgresql://user@host:port/dbname); "
+            "the SQLite store is the default, in the home"
+        )
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``offprompt`` command line and return its exit code.
 
@@ -244,6 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             home=Path(args.home) if args.home else default_home(),
             out=Console(highlight=False),
             err=err,
+            store_url=args.store,
         )
         code: int = args.run(args, ctx)
         return code

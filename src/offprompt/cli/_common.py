@@ -28,11 +28,15 @@ class Context:
             ``./.offprompt``).
         out: Console for results (stdout).
         err: Console for progress and warnings (stderr).
+        store_url: ``--store``: a ``postgresql://`` URL; conversations are then on that
+            server (a :class:`~offprompt.stores.PostgresStore`) instead of
+            ``HOME/memory.db``. Task memory stays in the home.
     """
 
     home: Path
     out: Console
     err: Console
+    store_url: str | None = None
 
     @property
     def store_path(self) -> Path:
@@ -42,14 +46,34 @@ class Context:
     def task_memory_path(self) -> Path:
         return self.home / "qdrant"
 
+    @property
+    def store_label(self) -> str:
+        """Where conversations are, for messages: the path, or the URL without password."""
+        if self.store_url is None:
+            return str(self.store_path)
+        from offprompt.stores.postgres import redact_dsn
+
+        return redact_dsn(self.store_url)
+
     def check_home(self) -> None:
         if self.home.exists() and not self.home.is_dir():
             raise CLIError(f"home {self.home} is not a directory")
 
     @contextlib.contextmanager
     def store(self, *, create: bool) -> Iterator[Any]:
-        """The SQLite store at ``HOME/memory.db``; ``None`` if absent and not ``create``."""
+        """The SQLite store at ``HOME/memory.db``; ``None`` if absent and not ``create``.
+
+        With ``--store URL``, the PostgreSQL store there (never ``None``).
+        """
         self.check_home()
+        if self.store_url is not None:
+            try:
+                from offprompt.stores import PostgresStore
+            except ImportError as exc:
+                raise CLIError(str(exc)) from None
+            with PostgresStore(self.store_url) as server:
+                yield server
+            return
         if not create and not self.store_path.exists():
             yield None
             return

@@ -147,7 +147,7 @@ def run_import(args: argparse.Namespace, ctx: Context) -> int:
     for key, messages in sessions.items():
         ctx.out.print(
             f"imported {len(messages)} messages ({sum(counts[key]):,} tokens) into session "
-            f"{key!r} in {ctx.store_path}",
+            f"{key!r} in {ctx.store_label}",
             markup=False,
             soft_wrap=True,
         )

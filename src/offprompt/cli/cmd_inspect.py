@@ -76,7 +76,7 @@ def _sessions(ctx: Context) -> Section | None:
             )
     return Section(
         key="sessions",
-        title=f"Conversation sessions ({ctx.store_path})",
+        title=f"Conversation sessions ({ctx.store_label})",
         columns=["session", "messages", "tokens", "last activity"],
         fields=["session", "messages", "tokens", "last_activity"],
         rows=rows,

@@ -21,7 +21,7 @@ def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
     """The stored messages of ``session``; :class:`NotFoundError` naming what exists if none."""
     if store is None:
         raise NotFoundError(
-            f"unknown session {session!r}: no store at {ctx.store_path}", session_id=session
+            f"unknown session {session!r}: no store at {ctx.store_label}", session_id=session
         )
     validate_session_id(session)
     stored: list[StoredMessage] = store.read(session)
@@ -30,7 +30,7 @@ def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
     known = [info.session_id for info in store.sessions() if info.message_count]
     listed = ", ".join(repr(s) for s in known[:5]) + (", ..." if len(known) > 5 else "")
     raise NotFoundError(
-        f"unknown session {session!r} in {ctx.store_path}"
+        f"unknown session {session!r} in {ctx.store_label}"
         + (f"; sessions there: {listed}" if known else "; it holds no sessions"),
         session_id=session,
     )

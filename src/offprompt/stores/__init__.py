@@ -3,10 +3,14 @@
 * :class:`InMemoryStore`: this process only; tests and short sessions.
 * :class:`SQLiteStore`: the embedded default (WAL; threads and processes share it).
 * :class:`QdrantStore`: a Qdrant collection shared by several machines.
+* :class:`PostgresStore`: a PostgreSQL server shared by several machines (the extra
+  ``offprompt[postgres]``; imported on first use, so the core needs no psycopg).
 
-All three pass the same contract test suite. :func:`open_store` is how a memory given
+All of them pass the same contract test suite. :func:`open_store` is how a memory given
 ``store=`` or ``path=`` gets its store: one shared :class:`SQLiteStore` per file.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from offprompt.stores.base import (
     MAX_SESSION_ID_LENGTH,
@@ -23,12 +27,16 @@ from offprompt.stores.qdrant import QdrantStore
 from offprompt.stores.shared import open_store, release_store, shared_holders
 from offprompt.stores.sqlite import SQLiteStore, default_path, default_store
 
+if TYPE_CHECKING:
+    from offprompt.stores.postgres import PostgresStore
+
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "BaseStore",
     "ConversationStore",
     "InMemoryStore",
     "IndexEntry",
+    "PostgresStore",
     "QdrantStore",
     "SQLiteStore",
     "SessionInfo",
@@ -41,3 +49,16 @@ __all__ = [
     "shared_holders",
     "validate_session_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":
+        try:
+            from offprompt.stores.postgres import PostgresStore
+        except ImportError as exc:
+            raise ImportError(
+                f"PostgresStore needs psycopg 3 and psycopg_pool ({exc}): "
+                "pip install 'offprompt[postgres]'"
+            ) from exc
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

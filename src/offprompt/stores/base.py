@@ -183,12 +183,15 @@ class ForgetCounts:
         state: State documents deleted (summaries, steps, plans, traces...).
         sessions: Sessions that lost data.
         blobs: Blobs (image bytes) deleted.
+        residue: Layers of the store that may still hold the deleted bytes (a server's
+            WAL, replicas, backups); empty when they are gone from its files too.
     """
 
     messages: int = 0
     state: int = 0
     sessions: int = 0
     blobs: int = 0
+    residue: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
