@@ -127,3 +127,21 @@ def test_a_fresh_environment_with_only_the_core_works(tmp_path: Path) -> None:
         "offprompt: error: offprompt demo is not installed: pip install offprompt-demo "
         "(it brings offprompt-langchain[agents] and offprompt-llamaindex), or run 'make demo'"
     ]
+
+    # PostgresStore is an optional extra: without psycopg the name says what to install.
+    pg = subprocess.run(
+        [str(command), "--store", "postgresql://u@/db", "inspect"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert pg.returncode == 1 and "pip install 'offprompt[postgres]'" in pg.stderr
+    star = subprocess.run(
+        [str(python), "-c", "from offprompt.stores import *; print(SQLiteStore.__name__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert star.stdout.strip() == "SQLiteStore", star.stderr

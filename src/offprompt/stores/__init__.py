@@ -28,15 +28,16 @@ from offprompt.stores.shared import open_store, release_store, shared_holders
 from offprompt.stores.sqlite import SQLiteStore, default_path, default_store
 
 if TYPE_CHECKING:
-    from offprompt.stores.postgres import PostgresStore
+    from offprompt.stores.postgres import PostgresStore as PostgresStore
 
+# PostgresStore is not in __all__: ``from offprompt.stores import *`` must work without
+# the postgres extra (the name itself loads on first use, see __getattr__ below).
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "BaseStore",
     "ConversationStore",
     "InMemoryStore",
     "IndexEntry",
-    "PostgresStore",
     "QdrantStore",
     "SQLiteStore",
     "SessionInfo",
@@ -54,7 +55,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name == "PostgresStore":
         try:
-            from offprompt.stores.postgres import PostgresStore
+            from offprompt.stores.postgres import PostgresStore as PostgresStore
         except ImportError as exc:
             raise ImportError(
                 f"PostgresStore needs psycopg 3 and psycopg_pool ({exc}): "
