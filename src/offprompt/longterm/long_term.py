@@ -55,7 +55,11 @@ Times: a fragment written without explicit times (see
 measured on the same clock as reads.
 
 Scope and the forgotten / merged flags are payload conditions inside the Qdrant query
-itself, never a filter applied afterwards in Python. The scope is the one
+itself, never a filter applied afterwards in Python to a truncated result. (The dense
+ranking of a scoped read is narrowed by its scope key in the embedded engine, see
+``narrow_by`` of :meth:`~offprompt.vectors.QdrantVectorStore.search`: same fragments,
+the rest of the filter checked on the engine's best candidates, the full filter again
+when they do not suffice.) The scope is the one
 :class:`~offprompt.scope.Scope` every offprompt store takes, stored in this memory's own
 keyword-indexed payload keys ``mem_tenant``, ``mem_user``, ``mem_agent``,
 ``mem_session`` and ``mem_run`` (absent when unset). The vector store's own partition
@@ -117,6 +121,9 @@ _INDEXES = {
     "created_ms": "integer",
     "last_accessed_ts": "float",
 }
+#: Scope keys a dense search is narrowed by in the engine (``narrow_by`` of
+#: :meth:`QdrantVectorStore.search`), the most selective first.
+_NARROW_ORDER = ("mem_run", "mem_session", "mem_agent", "mem_user", "mem_tenant")
 #: Fragment ids per filtered delete when chasing insights derived from forgotten ones.
 _ID_BATCH = 256
 
@@ -367,6 +374,13 @@ class LongTermMemory:
         return "\n".join([observation, *(hit.text for hit in first)]) if first else observation
 
     @staticmethod
+    def _narrow_by(flt: Mapping[str, Any], retriever: SearchMode) -> str | None:
+        """The scope key a dense search is narrowed by (see ``QdrantVectorStore.search``)."""
+        if retriever != "dense":
+            return None
+        return next((key for key in _NARROW_ORDER if key in flt), None)
+
+    @staticmethod
     def _first_mode(mode: SearchMode) -> SearchMode:
         """The retriever that picks the feedback fragments (BM25 unless dense-only)."""
         return "dense" if mode == "dense" else "sparse"
@@ -600,12 +614,20 @@ class LongTermMemory:
                 top_n=self.feedback,
                 filter=flt,
                 mode=self._first_mode(chosen),
+                narrow_by=self._narrow_by(flt, self._first_mode(chosen)),
             )
             if self.feedback
             else []
         )
         rankings = [
-            self.store.search(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            self.store.search(
+                self.namespace,
+                text,
+                top_n=pool,
+                filter=flt,
+                mode=retriever,
+                narrow_by=self._narrow_by(flt, retriever),
+            )
             for text, retriever in self._queries(observation, first, chosen)
         ]
         now = self.now()
@@ -667,12 +689,20 @@ class LongTermMemory:
                 top_n=self.feedback,
                 filter=flt,
                 mode=self._first_mode(chosen),
+                narrow_by=self._narrow_by(flt, self._first_mode(chosen)),
             )
             if self.feedback
             else []
         )
         rankings = [
-            await self.store.asearch(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            await self.store.asearch(
+                self.namespace,
+                text,
+                top_n=pool,
+                filter=flt,
+                mode=retriever,
+                narrow_by=self._narrow_by(flt, retriever),
+            )
             for text, retriever in self._queries(observation, first, chosen)
         ]
         now = self.now()

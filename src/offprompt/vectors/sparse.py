@@ -26,6 +26,8 @@ from offprompt.errors import ValidationError
 __all__ = ["BM25SparseEncoder", "IdTokenizer", "SparseVector"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Query word forms whose token ids :meth:`BM25SparseEncoder.encode_query` keeps.
+_FORM_CACHE = 65_536
 
 
 class IdTokenizer(Protocol):
@@ -79,6 +81,7 @@ class BM25SparseEncoder:
 
             tokenizer = default_tokenizer()
         self.tokenizer = tokenizer
+        self._form_ids: dict[str, tuple[int, ...]] = {}
         self.k1 = k1
         self.b = b
         self.avg_len = avg_len
@@ -126,13 +129,20 @@ class BM25SparseEncoder:
 
     def encode_query(self, text: str) -> SparseVector:
         """The query's token ids (and those of its case / spacing variants), weight 1.0."""
-        variants = {text, text.lower()}
+        ids: set[int] = set(self.tokenizer.encode(text))
+        ids.update(self.tokenizer.encode(text.lower()))
+        forms: set[str] = set()
         for word in _WORD.findall(text):
-            for form in (word, word.lower(), word.capitalize()):
-                variants.add(form)
-                variants.add(" " + form)
-        ids: set[int] = set()
-        for variant in variants:
-            ids.update(self.tokenizer.encode(variant))
+            forms.update((word, word.lower(), word.capitalize()))
+        cache = self._form_ids
+        for form in forms:
+            known = cache.get(form)
+            if known is None:
+                # words repeat across queries (a feedback query holds a whole fragment)
+                known = (*self.tokenizer.encode(form), *self.tokenizer.encode(" " + form))
+                if len(cache) >= _FORM_CACHE:
+                    cache.clear()
+                cache[form] = known
+            ids.update(known)
         ordered = sorted(ids)
         return SparseVector(indices=ordered, values=[1.0] * len(ordered))
