@@ -85,7 +85,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from offprompt.errors import NotFoundError, ValidationError
 from offprompt.longterm.fragment import Clock, MemoryFragment, Scope, merge_scopes, utc
@@ -100,6 +100,7 @@ from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
 from offprompt.vectors._backends import RRF_K
+from offprompt.vectors.sparse import SparseVector
 from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
@@ -319,7 +320,21 @@ class LongTermMemory:
                 )
         return list(fragments)
 
-    def _record(self, fragment: MemoryFragment) -> VectorRecord:
+    def _records(self, fragments: Sequence[MemoryFragment]) -> list[VectorRecord]:
+        """The points of ``fragments``; each observation is tokenised once, for the token
+        count and (when the store's BM25 encoder shares this tokenizer) its sparse vector."""
+        encoder = self.store.sparse_encoder
+        if encoder is None or cast(object, encoder.tokenizer) is not self.tokenizer:
+            return [self._record(f, self.tokenizer.count(f.observation), None) for f in fragments]
+        ids = [encoder.tokenizer.encode(f.observation) for f in fragments]
+        return [
+            self._record(f, len(tokens), sparse)
+            for f, tokens, sparse in zip(fragments, ids, encoder.encode_id_lists(ids), strict=True)
+        ]
+
+    def _record(
+        self, fragment: MemoryFragment, tokens: int, sparse: SparseVector | None
+    ) -> VectorRecord:
         payload: dict[str, Any] = {
             "fragment_id": fragment.id,
             "importance": float(fragment.importance or 0.0),
@@ -328,12 +343,16 @@ class LongTermMemory:
             "last_accessed_ts": fragment.accessed_at.timestamp(),
             "forgotten": 0,
             "merged": 0,
-            "tokens": self.tokenizer.count(fragment.observation),
+            "tokens": tokens,
             "meta": fragment.meta,
         }
         payload.update(self._scope_filter(fragment.scope))
         return VectorRecord(
-            id=fragment.id, text=fragment.observation, payload=payload, vector=fragment.embedding
+            id=fragment.id,
+            text=fragment.observation,
+            payload=payload,
+            vector=fragment.embedding,
+            sparse=sparse,
         )
 
     @staticmethod
@@ -556,7 +575,7 @@ class LongTermMemory:
         ]
         prepared = self._prepared(items, scores)
         if prepared:
-            records = [self._record(f) for f in prepared]
+            records = self._records(prepared)
             self.store.upsert(self.namespace, records)
             self._emit_write(prepared, records)
             if self.retention is not None and self.retention.on_write:
@@ -577,7 +596,7 @@ class LongTermMemory:
         ]
         prepared = self._prepared(items, scores)
         if prepared:
-            records = await asyncio.to_thread(lambda: [self._record(f) for f in prepared])
+            records = await asyncio.to_thread(self._records, prepared)
             await self.store.aupsert(self.namespace, records)
             self._emit_write(prepared, records)
             if self.retention is not None and self.retention.on_write:

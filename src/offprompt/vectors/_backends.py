@@ -63,9 +63,6 @@ _EDGE_TRUE = "\x00bool:true"
 _EDGE_FALSE = "\x00bool:false"
 
 
-_NEEDS_ENCODING = (bool, dict, list, tuple)
-
-
 def _edge_encode(value: Any) -> Any:
     """``value`` with every bool (also nested in dicts and lists) as its edge keyword."""
     if value is True:
@@ -73,10 +70,11 @@ def _edge_encode(value: Any) -> Any:
     if value is False:
         return _EDGE_FALSE
     if isinstance(value, dict):
-        # the common payload (strings and numbers) is passed through without a copy
-        if not any(isinstance(v, _NEEDS_ENCODING) for v in value.values()):
-            return value
-        return {k: _edge_encode(v) for k, v in value.items()}
+        # the common payload (strings, numbers, empty containers) is passed through as is
+        for item in value.values():
+            if isinstance(item, (bool, tuple)) or (isinstance(item, (dict, list)) and item):
+                return {k: _edge_encode(v) for k, v in value.items()}
+        return value
     if isinstance(value, (list, tuple)):
         return [_edge_encode(v) for v in value]
     return value

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import accumulate, chain, pairwise
 from typing import Protocol
 
 import numpy as np
@@ -125,7 +125,16 @@ class BM25SparseEncoder:
         return self.encode_ids(self.tokenizer.encode(text))
 
     def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
-        return [self.encode_document(text) for text in texts]
+        """BM25 document weights of each text (one :meth:`encode_spans` for all of them)."""
+        return self.encode_id_lists([self.tokenizer.encode(text) for text in texts])
+
+    def encode_id_lists(self, documents: Sequence[Sequence[int]]) -> list[SparseVector]:
+        """BM25 document weights of documents given as token id lists, in one pass."""
+        stops = list(accumulate(len(ids) for ids in documents))
+        flat = np.fromiter(
+            chain.from_iterable(documents), dtype=np.int64, count=stops[-1] if stops else 0
+        )
+        return self.encode_spans(flat, stops)
 
     def encode_query(self, text: str) -> SparseVector:
         """The query's token ids (and those of its case / spacing variants), weight 1.0."""

@@ -395,13 +395,16 @@ class QdrantVectorStore:
             texts = [_embed_text(records[i]) for i in to_embed]
             for i, embedded in zip(to_embed, core.embedder.embed_documents(texts), strict=True):
                 dense[i] = embedded
+        sparse_vectors: list[SparseVector | None] = [None] * len(records)
+        if core.encoder is not None:
+            sparse_vectors = [r.sparse for r in records]
+            missing = [i for i, r in enumerate(records) if r.sparse is None]
+            if missing:
+                encoded = core.encoder.encode_documents([_embed_text(records[i]) for i in missing])
+                for i, sparse_vector in zip(missing, encoded, strict=True):
+                    sparse_vectors[i] = sparse_vector
         points = []
-        for record, vector in zip(records, dense, strict=True):
-            sparse = record.sparse
-            if sparse is None and core.encoder is not None:
-                sparse = core.encoder.encode_document(_embed_text(record))
-            if core.encoder is None:
-                sparse = None
+        for record, vector, sparse in zip(records, dense, sparse_vectors, strict=True):
             points.append(
                 BackendPoint(
                     id=self._pid(namespace, record.id),
