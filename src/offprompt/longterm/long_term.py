@@ -55,7 +55,11 @@ Times: a fragment written without explicit times (see
 measured on the same clock as reads.
 
 Scope and the forgotten / merged flags are payload conditions inside the Qdrant query
-itself, never a filter applied afterwards in Python. The scope is the one
+itself, never a filter applied afterwards in Python to a truncated result. (The dense
+ranking of a scoped read is narrowed by its scope key in the embedded engine, see
+``narrow_by`` of :meth:`~offprompt.vectors.QdrantVectorStore.search`: same fragments,
+the rest of the filter checked on the engine's best candidates, the full filter again
+when they do not suffice.) The scope is the one
 :class:`~offprompt.scope.Scope` every offprompt store takes, stored in this memory's own
 keyword-indexed payload keys ``mem_tenant``, ``mem_user``, ``mem_agent``,
 ``mem_session`` and ``mem_run`` (absent when unset). The vector store's own partition
@@ -81,7 +85,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from offprompt.errors import NotFoundError, ValidationError
 from offprompt.longterm.fragment import Clock, MemoryFragment, Scope, merge_scopes, utc
@@ -96,6 +100,7 @@ from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
 from offprompt.vectors._backends import RRF_K
+from offprompt.vectors.sparse import SparseVector
 from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
@@ -117,6 +122,9 @@ _INDEXES = {
     "created_ms": "integer",
     "last_accessed_ts": "float",
 }
+#: Scope keys a dense search is narrowed by in the engine (``narrow_by`` of
+#: :meth:`QdrantVectorStore.search`), the most selective first.
+_NARROW_ORDER = ("mem_run", "mem_session", "mem_agent", "mem_user", "mem_tenant")
 #: Fragment ids per filtered delete when chasing insights derived from forgotten ones.
 _ID_BATCH = 256
 
@@ -312,7 +320,21 @@ class LongTermMemory:
                 )
         return list(fragments)
 
-    def _record(self, fragment: MemoryFragment) -> VectorRecord:
+    def _records(self, fragments: Sequence[MemoryFragment]) -> list[VectorRecord]:
+        """The points of ``fragments``; each observation is tokenised once, for the token
+        count and (when the store's BM25 encoder shares this tokenizer) its sparse vector."""
+        encoder = self.store.sparse_encoder
+        if encoder is None or cast(object, encoder.tokenizer) is not self.tokenizer:
+            return [self._record(f, self.tokenizer.count(f.observation), None) for f in fragments]
+        ids = [encoder.tokenizer.encode(f.observation) for f in fragments]
+        return [
+            self._record(f, len(tokens), sparse)
+            for f, tokens, sparse in zip(fragments, ids, encoder.encode_id_lists(ids), strict=True)
+        ]
+
+    def _record(
+        self, fragment: MemoryFragment, tokens: int, sparse: SparseVector | None
+    ) -> VectorRecord:
         payload: dict[str, Any] = {
             "fragment_id": fragment.id,
             "importance": float(fragment.importance or 0.0),
@@ -321,12 +343,16 @@ class LongTermMemory:
             "last_accessed_ts": fragment.accessed_at.timestamp(),
             "forgotten": 0,
             "merged": 0,
-            "tokens": self.tokenizer.count(fragment.observation),
+            "tokens": tokens,
             "meta": fragment.meta,
         }
         payload.update(self._scope_filter(fragment.scope))
         return VectorRecord(
-            id=fragment.id, text=fragment.observation, payload=payload, vector=fragment.embedding
+            id=fragment.id,
+            text=fragment.observation,
+            payload=payload,
+            vector=fragment.embedding,
+            sparse=sparse,
         )
 
     @staticmethod
@@ -365,6 +391,13 @@ class LongTermMemory:
     def _expanded(self, observation: str, first: list[Hit]) -> str:
         """``observation`` followed by the feedback fragments' text."""
         return "\n".join([observation, *(hit.text for hit in first)]) if first else observation
+
+    @staticmethod
+    def _narrow_by(flt: Mapping[str, Any], retriever: SearchMode) -> str | None:
+        """The scope key a dense search is narrowed by (see ``QdrantVectorStore.search``)."""
+        if retriever != "dense":
+            return None
+        return next((key for key in _NARROW_ORDER if key in flt), None)
 
     @staticmethod
     def _first_mode(mode: SearchMode) -> SearchMode:
@@ -542,7 +575,7 @@ class LongTermMemory:
         ]
         prepared = self._prepared(items, scores)
         if prepared:
-            records = [self._record(f) for f in prepared]
+            records = self._records(prepared)
             self.store.upsert(self.namespace, records)
             self._emit_write(prepared, records)
             if self.retention is not None and self.retention.on_write:
@@ -563,7 +596,7 @@ class LongTermMemory:
         ]
         prepared = self._prepared(items, scores)
         if prepared:
-            records = await asyncio.to_thread(lambda: [self._record(f) for f in prepared])
+            records = await asyncio.to_thread(self._records, prepared)
             await self.store.aupsert(self.namespace, records)
             self._emit_write(prepared, records)
             if self.retention is not None and self.retention.on_write:
@@ -600,12 +633,20 @@ class LongTermMemory:
                 top_n=self.feedback,
                 filter=flt,
                 mode=self._first_mode(chosen),
+                narrow_by=self._narrow_by(flt, self._first_mode(chosen)),
             )
             if self.feedback
             else []
         )
         rankings = [
-            self.store.search(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            self.store.search(
+                self.namespace,
+                text,
+                top_n=pool,
+                filter=flt,
+                mode=retriever,
+                narrow_by=self._narrow_by(flt, retriever),
+            )
             for text, retriever in self._queries(observation, first, chosen)
         ]
         now = self.now()
@@ -667,12 +708,20 @@ class LongTermMemory:
                 top_n=self.feedback,
                 filter=flt,
                 mode=self._first_mode(chosen),
+                narrow_by=self._narrow_by(flt, self._first_mode(chosen)),
             )
             if self.feedback
             else []
         )
         rankings = [
-            await self.store.asearch(self.namespace, text, top_n=pool, filter=flt, mode=retriever)
+            await self.store.asearch(
+                self.namespace,
+                text,
+                top_n=pool,
+                filter=flt,
+                mode=retriever,
+                narrow_by=self._narrow_by(flt, retriever),
+            )
             for text, retriever in self._queries(observation, first, chosen)
         ]
         now = self.now()

@@ -63,9 +63,6 @@ _EDGE_TRUE = "\x00bool:true"
 _EDGE_FALSE = "\x00bool:false"
 
 
-_NEEDS_ENCODING = (bool, dict, list, tuple)
-
-
 def _edge_encode(value: Any) -> Any:
     """``value`` with every bool (also nested in dicts and lists) as its edge keyword."""
     if value is True:
@@ -73,10 +70,11 @@ def _edge_encode(value: Any) -> Any:
     if value is False:
         return _EDGE_FALSE
     if isinstance(value, dict):
-        # the common payload (strings and numbers) is passed through without a copy
-        if not any(isinstance(v, _NEEDS_ENCODING) for v in value.values()):
-            return value
-        return {k: _edge_encode(v) for k, v in value.items()}
+        # the common payload (strings, numbers, empty containers) is passed through as is
+        for item in value.values():
+            if isinstance(item, (bool, tuple)) or (isinstance(item, (dict, list)) and item):
+                return {k: _edge_encode(v) for k, v in value.items()}
+        return value
     if isinstance(value, (list, tuple)):
         return [_edge_encode(v) for v in value]
     return value
@@ -84,6 +82,13 @@ def _edge_encode(value: Any) -> Any:
 
 def _edge_decode(value: Any) -> Any:
     """The inverse of :func:`_edge_encode`."""
+    if type(value) is dict:
+        # a payload of plain strings and numbers (the common case) is returned as it is
+        for item in value.values():
+            kind = type(item)
+            if kind is dict or kind is list or (kind is str and item[:1] == "\x00"):
+                return {k: _edge_decode(v) for k, v in value.items()}
+        return value
     if isinstance(value, str):
         if value == _EDGE_TRUE:
             return True
@@ -95,6 +100,63 @@ def _edge_decode(value: Any) -> Any:
     if isinstance(value, list):
         return [_edge_decode(v) for v in value]
     return value
+
+
+#: Extra points a narrowed dense search (:meth:`EdgeBackend._narrowed`) fetches, so a
+#: few that fail the rest of the filter (other namespaces, forgotten ones) do not force
+#: the full query.
+_NARROW_SLACK = 10
+
+
+def _checkable(value: FilterValue | None) -> bool:
+    """Whether :func:`_matches` decides a condition on ``value`` (ranges are left to the engine)."""
+    if value is None or isinstance(value, (str, int)):
+        return True
+    return isinstance(value, list) and all(isinstance(v, (str, int)) for v in value)
+
+
+def _scalar_matches(stored: Any, wanted: str | int) -> bool | None:
+    """Qdrant's exact match of one stored value: same type (a bool is no int), same value."""
+    if isinstance(stored, bool) or isinstance(wanted, bool):
+        return isinstance(stored, bool) and isinstance(wanted, bool) and stored == wanted
+    if isinstance(stored, str):
+        return isinstance(wanted, str) and stored == wanted
+    if isinstance(stored, int):
+        return isinstance(wanted, int) and stored == wanted
+    if stored is None or isinstance(stored, float):
+        return False
+    return None  # an object: let the engine decide
+
+
+def _matches(payload: dict[str, Any], cond: Cond) -> bool | None:
+    """Whether a decoded payload meets every condition of ``cond`` as the engine's filter
+    does (``None``: a value this check does not model; the caller asks the engine)."""
+    for key, wanted in cond:
+        stored = payload.get(key)
+        if wanted is None:  # unset: absent, null, empty array, or "" (also in an array)
+            if isinstance(stored, list):
+                if any(v is None or isinstance(v, (dict, list)) for v in stored):
+                    return None
+                if not stored or "" in stored:
+                    continue
+                return False
+            if stored is None or stored == "":
+                continue
+            if isinstance(stored, (str, int, float)):
+                return False
+            return None
+        values = stored if isinstance(stored, list) else [stored]
+        options = wanted if isinstance(wanted, list) else [wanted]
+        hit = False
+        for value in values:
+            for option in options:
+                verdict = _scalar_matches(value, option)  # type: ignore[arg-type]
+                if verdict is None:
+                    return None
+                hit = hit or verdict
+        if not hit:
+            return False
+    return True
 
 
 #: Free space the embedded engine must find on its filesystem, besides each batch.
@@ -349,7 +411,9 @@ class EdgeBackend:
         limit: int,
         prefetch_limit: int,
         weights: tuple[float, float] = (1.0, 1.0),
+        narrow_by: str | None = None,
     ) -> list[Scored]:
+        """The ``limit`` best points matching ``cond``; see :meth:`_narrowed` for ``narrow_by``."""
         qe = self.qe
         flt = self._filter(cond)
         stages = []
@@ -362,6 +426,10 @@ class EdgeBackend:
         if not stages:
             return []
         if len(stages) == 1:
+            if narrow_by is not None and dense is not None:
+                narrowed = self._narrowed(stages[0], cond, limit, narrow_by)
+                if narrowed is not None:
+                    return narrowed
             request = qe.QueryRequest(limit=limit, query=stages[0], filter=flt, with_payload=True)
         else:
             request = qe.QueryRequest(
@@ -375,6 +443,44 @@ class EdgeBackend:
             Scored(str(p.id), float(p.score), _edge_decode(dict(p.payload or {})))
             for p in self.shard.query(request)
         ]
+
+    def _narrowed(self, stage: Any, cond: Cond, limit: int, key: str) -> list[Scored] | None:
+        """A dense search filtered in the engine on ``key``'s condition alone, the rest of
+        ``cond`` checked on the returned payloads; ``None`` when that cannot decide.
+
+        The embedded engine scans a plain segment's filtered points one by one and checks
+        every condition of the filter on each of them; a single indexed condition is
+        served straight from its index. At 100k points with a one-in-ten ``key`` the
+        full filter (partition, namespace, kind, the caller's keys) costs 3x the dense
+        search filtered on ``key`` alone. The result is the same: the engine returns the
+        best ``limit + _NARROW_SLACK`` points matching ``key``, a superset of ``cond``;
+        if at least ``limit`` of them match all of ``cond`` (or the engine ran out of
+        points), the first ``limit`` of those are the best of ``cond``'s points. When
+        too few match, or a condition cannot be checked here, the caller runs the full
+        query.
+        """
+        primary: Cond = [(k, v) for k, v in cond if k == key and _checkable(v) and v is not None]
+        if len(primary) != 1 or not all(
+            _checkable(v) and "." not in k and "[" not in k for k, v in cond
+        ):
+            return None
+        qe = self.qe
+        wanted = limit + _NARROW_SLACK
+        request = qe.QueryRequest(
+            limit=wanted, query=stage, filter=self._filter(primary), with_payload=True
+        )
+        found = self.shard.query(request)
+        kept: list[Scored] = []
+        for point in found:
+            payload = _edge_decode(dict(point.payload or {}))
+            verdict = _matches(payload, cond)
+            if verdict is None:
+                return None
+            if verdict:
+                kept.append(Scored(str(point.id), float(point.score), payload))
+                if len(kept) == limit:
+                    return kept
+        return kept if len(found) < wanted else None
 
     def scroll(
         self,
@@ -403,10 +509,16 @@ class EdgeBackend:
         records = self.shard.retrieve(list(ids), True, False)
         return [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
 
-    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        needed = _EDGE_WRITE_FACTOR * len(ids) * _point_bytes(BackendPoint("", None, None, payload))
-        check_free_space(self.directory, needed, doing="update payloads")
-        self.shard.update(self.qe.UpdateOperation.set_payload(list(ids), _edge_encode(payload)))
+    def set_payload_filter(self, cond: Cond, payload: dict[str, Any]) -> None:
+        ids = next((v for k, v in cond if k == "record_id" and isinstance(v, list)), [None])
+        size = _point_bytes(BackendPoint("", None, None, payload))
+        check_free_space(
+            self.directory, _EDGE_WRITE_FACTOR * len(ids) * size, doing="update payloads"
+        )
+        operation = self.qe.UpdateOperation.set_payload_by_filter(
+            self._filter(cond), _edge_encode(payload)
+        )
+        self.shard.update(operation)
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         check_free_space(self.directory, 0, doing="delete points")  # deletes write the WAL
@@ -657,7 +769,9 @@ class ClientBackend:
         limit: int,
         prefetch_limit: int,
         weights: tuple[float, float] = (1.0, 1.0),
+        narrow_by: str | None = None,
     ) -> list[Scored]:
+        # ``narrow_by`` is an embedded-engine shortcut; a server plans its own filters.
         args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights)
         if args is None:
             return []
@@ -685,9 +799,10 @@ class ClientBackend:
         with self.lock:
             return self.scored(self.client.retrieve(self.collection, list(ids), with_payload=True))
 
-    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+    def set_payload_filter(self, cond: Cond, payload: dict[str, Any]) -> None:
+        selector = self.models.FilterSelector(filter=self.filter(cond))
         with self.lock:
-            self.client.set_payload(self.collection, payload=payload, points=list(ids), wait=True)
+            self.client.set_payload(self.collection, payload=payload, points=selector, wait=True)
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         with self.lock:
@@ -757,18 +872,14 @@ class ClientBackend:
         )
         return self.scored(records), (str(nxt) if nxt is not None and not order_by else None)
 
-    async def aretrieve(self, ids: Sequence[str]) -> list[Scored]:
-        assert self.aclient is not None
-        await self.ensure_async_collection()
-        return self.scored(
-            await self.aclient.retrieve(self.collection, list(ids), with_payload=True)
-        )
-
-    async def aset_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+    async def aset_payload_filter(self, cond: Cond, payload: dict[str, Any]) -> None:
         assert self.aclient is not None
         await self.ensure_async_collection()
         await self.aclient.set_payload(
-            self.collection, payload=payload, points=list(ids), wait=True
+            self.collection,
+            payload=payload,
+            points=self.models.FilterSelector(filter=self.filter(cond)),
+            wait=True,
         )
 
     async def adelete_filter(self, cond: Cond) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import accumulate, chain, pairwise
 from typing import Protocol
 
 import numpy as np
@@ -27,6 +27,8 @@ from offprompt.tokens import default_tokenizer
 __all__ = ["BM25SparseEncoder", "IdTokenizer", "SparseVector"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Query word forms whose token ids :meth:`BM25SparseEncoder.encode_query` keeps.
+_FORM_CACHE = 65_536
 
 
 class IdTokenizer(Protocol):
@@ -78,6 +80,7 @@ class BM25SparseEncoder:
         if tokenizer is None:
             tokenizer = default_tokenizer()
         self.tokenizer = tokenizer
+        self._form_ids: dict[str, tuple[int, ...]] = {}
         self.k1 = k1
         self.b = b
         self.avg_len = avg_len
@@ -121,17 +124,33 @@ class BM25SparseEncoder:
         return self.encode_ids(self.tokenizer.encode(text))
 
     def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
-        return [self.encode_document(text) for text in texts]
+        """BM25 document weights of each text (one :meth:`encode_spans` for all of them)."""
+        return self.encode_id_lists([self.tokenizer.encode(text) for text in texts])
+
+    def encode_id_lists(self, documents: Sequence[Sequence[int]]) -> list[SparseVector]:
+        """BM25 document weights of documents given as token id lists, in one pass."""
+        stops = list(accumulate(len(ids) for ids in documents))
+        flat = np.fromiter(
+            chain.from_iterable(documents), dtype=np.int64, count=stops[-1] if stops else 0
+        )
+        return self.encode_spans(flat, stops)
 
     def encode_query(self, text: str) -> SparseVector:
         """The query's token ids (and those of its case / spacing variants), weight 1.0."""
-        variants = {text, text.lower()}
+        ids: set[int] = set(self.tokenizer.encode(text))
+        ids.update(self.tokenizer.encode(text.lower()))
+        forms: set[str] = set()
         for word in _WORD.findall(text):
-            for form in (word, word.lower(), word.capitalize()):
-                variants.add(form)
-                variants.add(" " + form)
-        ids: set[int] = set()
-        for variant in variants:
-            ids.update(self.tokenizer.encode(variant))
+            forms.update((word, word.lower(), word.capitalize()))
+        cache = self._form_ids
+        for form in forms:
+            known = cache.get(form)
+            if known is None:
+                # words repeat across queries (a feedback query holds a whole fragment)
+                known = (*self.tokenizer.encode(form), *self.tokenizer.encode(" " + form))
+                if len(cache) >= _FORM_CACHE:
+                    cache.clear()
+                cache[form] = known
+            ids.update(known)
         ordered = sorted(ids)
         return SparseVector(indices=ordered, values=[1.0] * len(ordered))

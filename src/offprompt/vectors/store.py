@@ -390,13 +390,16 @@ class QdrantVectorStore:
             texts = [_embed_text(records[i]) for i in to_embed]
             for i, embedded in zip(to_embed, core.embedder.embed_documents(texts), strict=True):
                 dense[i] = embedded
+        sparse_vectors: list[SparseVector | None] = [None] * len(records)
+        if core.encoder is not None:
+            sparse_vectors = [r.sparse for r in records]
+            missing = [i for i, r in enumerate(records) if r.sparse is None]
+            if missing:
+                encoded = core.encoder.encode_documents([_embed_text(records[i]) for i in missing])
+                for i, sparse_vector in zip(missing, encoded, strict=True):
+                    sparse_vectors[i] = sparse_vector
         points = []
-        for record, vector in zip(records, dense, strict=True):
-            sparse = record.sparse
-            if sparse is None and core.encoder is not None:
-                sparse = core.encoder.encode_document(_embed_text(record))
-            if core.encoder is None:
-                sparse = None
+        for record, vector, sparse in zip(records, dense, sparse_vectors, strict=True):
             points.append(
                 BackendPoint(
                     id=self._pid(namespace, record.id),
@@ -471,17 +474,26 @@ class QdrantVectorStore:
         top_n: int = 5,
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
+        narrow_by: str | None = None,
     ) -> list[Hit]:
         """The ``top_n`` records of ``namespace`` closest to ``query``.
 
         ``hybrid`` fuses a dense and a BM25 sparse prefetch with reciprocal rank fusion.
         ``filter`` adds exact-match payload conditions (a list value matches any of its
         items; a :class:`Range` a numeric range). An unknown namespace gives ``[]``.
+
+        ``narrow_by`` names a ``filter`` key that most records fail (a user, a
+        session): the embedded engine then searches ``mode="dense"`` filtered on that
+        key alone and checks the rest of the filter on what it returns, which is much
+        cheaper on a large plain segment and gives the same records (it falls back to
+        the full filter when it cannot tell). Ignored by qdrant-client and other modes.
         """
+        if narrow_by is not None and narrow_by not in (filter or {}):
+            raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
         dense, sparse = self._query_vectors(query, mode, top_n)
         scored = self._backend.query(
-            dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
+            dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights, narrow_by
         )
         return [self._hit(s) for s in scored]
 
@@ -545,9 +557,16 @@ class QdrantVectorStore:
             raise ValidationError(f"payload keys {sorted(bad)} are reserved by the store")
         if not ids:
             return
-        existing = self._existing(namespace, ids)
-        if existing:
-            self._backend.set_payload(existing, dict(payload))
+        self._backend.set_payload_filter(self._ids_cond(namespace, ids), dict(payload))
+
+    def _ids_cond(self, namespace: str, ids: Sequence[str]) -> Cond:
+        """The records ``ids`` of ``namespace`` in this view (one indexed filter, no read)."""
+        return [
+            *self._scope_cond(),
+            ("namespace", namespace),
+            ("kind", _RECORD),
+            ("record_id", [str(i) for i in ids]),
+        ]
 
     def _existing(self, namespace: str, ids: Sequence[str]) -> list[str]:
         pids = [self._pid(namespace, str(i)) for i in ids]
@@ -694,13 +713,22 @@ class QdrantVectorStore:
         top_n: int = 5,
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
+        narrow_by: str | None = None,
     ) -> list[Hit]:
         """Async twin of :meth:`search`."""
         native = self._native_async()
         if native is None:
             return await asyncio.to_thread(
-                self.search, namespace, query, top_n=top_n, filter=filter, mode=mode
+                self.search,
+                namespace,
+                query,
+                top_n=top_n,
+                filter=filter,
+                mode=mode,
+                narrow_by=narrow_by,
             )
+        if narrow_by is not None and narrow_by not in (filter or {}):
+            raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
         dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n)
         scored = await native.aquery(
@@ -749,16 +777,8 @@ class QdrantVectorStore:
         bad = RESERVED_KEYS.intersection(payload)
         if bad:
             raise ValidationError(f"payload keys {sorted(bad)} are reserved by the store")
-        found = await native.aretrieve([self._pid(namespace, str(i)) for i in ids])
-        existing = [
-            s.id
-            for s in found
-            if s.payload.get("kind") == _RECORD
-            and s.payload.get("namespace") == namespace
-            and self._in_scope(s.payload)
-        ]
-        if existing:
-            await native.aset_payload(existing, dict(payload))
+        if ids:
+            await native.aset_payload_filter(self._ids_cond(namespace, ids), dict(payload))
 
     async def adelete(
         self,
