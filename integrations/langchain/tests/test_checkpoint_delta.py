@@ -1,4 +1,4 @@
-"""``OffpromptSaver`` stores a checkpoint's body as a zlib delta against its parent's:
+"""``OffpromptSaver`` stores a checkpoint's payload as a deflate delta against its parent's:
 chains read back exactly (also by a fresh process), stay bounded, survive ``prune`` and
 ``delete_for_runs`` deleting their bases, and a missing base is a clear error."""
 
@@ -11,6 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
+from offprompt_langchain._checkpoint_rows import FORMAT, parse_row
 from offprompt_langchain.checkpoint import _SNAPSHOT_EVERY, OffpromptSaver
 
 from offprompt.errors import DeserializationError
@@ -39,15 +40,17 @@ def _chain(saver: OffpromptSaver, thread: str, n: int, run_of: Any = None) -> li
     return saved
 
 
-def _docs(store: SQLiteStore, thread: str) -> dict[str, dict[str, Any]]:
+def _docs(store: SQLiteStore, thread: str) -> dict[str, list[Any]]:
     return {
         key.rsplit("/", 1)[1]: store.get_state(thread, key)
         for key in store.state_keys(thread, "langgraph/cp/")
     }
 
 
-def _snapshot(doc: dict[str, Any]) -> bool:
-    return doc["checkpoint"][-1] != "zdict"
+def _snapshot(doc: list[Any]) -> bool:
+    row = parse_row(doc)
+    assert row is not None and row.fmt == FORMAT
+    return row.depth == 0
 
 
 def test_delta_chains_read_back_exactly_and_stay_bounded(tmp_path: Path) -> None:
@@ -56,7 +59,7 @@ def test_delta_chains_read_back_exactly_and_stay_bounded(tmp_path: Path) -> None
     saved = _chain(writer, "t", 2 * _SNAPSHOT_EVERY + 3)
     docs = _docs(store, "t")
     assert sum(not _snapshot(d) for d in docs.values()) >= len(docs) - 3  # mostly deltas
-    assert max(d.get("depth", 0) for d in docs.values()) == _SNAPSHOT_EVERY - 1
+    assert max(d[2] for d in docs.values()) == _SNAPSHOT_EVERY - 1  # [3, parent, depth, ...]
     # a fresh saver (no cache) reads every checkpoint the writer reads, equal
     reader = OffpromptSaver(SQLiteStore(tmp_path / "m.db"))
     for config in reversed(saved):

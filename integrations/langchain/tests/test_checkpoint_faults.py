@@ -20,6 +20,13 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.base import CipherProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
+from offprompt_langchain._checkpoint_rows import (
+    decode_payload,
+    deflate,
+    encode_payload,
+    inflate,
+    parse_row,
+)
 from offprompt_langchain.checkpoint import OffpromptSaver
 
 from offprompt.errors import DeserializationError, NamespaceError, OffpromptError, ValidationError
@@ -78,11 +85,13 @@ def test_unknown_serializer_type_names_the_type(tmp_path: Path) -> None:
     saver = OffpromptSaver(store)
     saved = _put(saver, "t", [HumanMessage("hi", id="1")], extra_channel={"a": 1})
     key = store.state_keys("t", "langgraph/cp/")[0]
-    doc = store.get_state("t", key)
-    doc["values"]["extra_channel"][1] = {
-        "value": ["protobuf-v9", "AAAA"]
-    }  # small values live inline
-    store.set_state("t", key, doc)
+    row = parse_row(store.get_state("t", key))
+    assert row is not None and row.depth == 0  # the thread's first checkpoint: a snapshot
+    parts = decode_payload(inflate(row.data, None, key, "t"), key, "t")
+    version, ref = parts.values["extra_channel"]  # small values live in the row
+    parts.values["extra_channel"] = [version, {"raw": ("protobuf-v9", ref["raw"][1])}]
+    row.data = deflate(encode_payload(parts.body, parts.metadata, parts.values), None)
+    store.set_state("t", key, row.stored())
     with pytest.raises(DeserializationError, match="protobuf-v9"):
         saver.get_tuple(saved)
     assert store.count("t") == 1  # the message is still there

@@ -11,9 +11,10 @@ can always tell whether its cache is current (see :meth:`ConversationStore.versi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
@@ -310,6 +311,26 @@ class BaseStore(ABC):
         """
         return ScopedStore(self, scope)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run the calls made inside as one unit where the store can (SQLite: one
+        ``BEGIN IMMEDIATE`` transaction of this thread, so reads inside see a state no
+        other writer changes until it commits, and a crash keeps all of it or none).
+
+        Stores without transactions run the calls one by one (this default). Nesting is
+        allowed; the outermost block commits.
+
+        Example:
+            >>> from offprompt.stores import InMemoryStore
+            >>> store = InMemoryStore()
+            >>> with store.transaction():
+            ...     store.set_state("s", "a", 1)
+            ...     store.set_state("s", "b", 2)
+            >>> store.state_keys("s")
+            ['a', 'b']
+        """
+        yield
+
     def delete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
         """Delete messages with ``seq < seq``; return how many were deleted (``max_runs``)."""
         if isinstance(seq, bool) or not isinstance(seq, int):
@@ -464,6 +485,12 @@ class ScopedStore(BaseStore):
         if clash:
             raise NamespaceError(f"scope {scope} lies outside this view's scope {self.scope}")
         return self.inner.forget_scope(Scope(**{**mine, **given}), all=all)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The wrapped store's :meth:`~BaseStore.transaction`."""
+        with self.inner.transaction():
+            yield
 
     def checkpoint(self) -> None:
         """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing.
