@@ -465,11 +465,19 @@ def main() -> None:
         return
     plan = [p for p in PLAN if p[2] <= 100] if args.quick else PLAN
     results: dict[tuple[str, str, int], dict[str, Any]] = {}
+    load_before = os.getloadavg()
     for mode, case, turns in plan:
         r = results[(mode, case, turns)] = _subprocess(mode, case, turns)
         done = "stopped" if r.get("killed") else f"{r['seconds']:.1f} s, {_fmt_b(r['bytes'])}"
         print(f"{mode:>6} {case:>13} {turns:>6} turns: {done}", flush=True)
-    text = report(results)
+    load_after = os.getloadavg()
+    text = report(results) + (
+        f"Load average (1, 5, 15 min) on {os.cpu_count()} CPUs: before the run "
+        + ", ".join(f"{x:.1f}" for x in load_before)
+        + "; after it "
+        + ", ".join(f"{x:.1f}" for x in load_after)
+        + ".\n"
+    )
     print(text)
     if not args.quick:
         (HERE / "RESULTS_checkpointer.md").write_text(text)

@@ -140,3 +140,17 @@ def test_state_keys_by_prefix_is_a_key_range(tmp_path: Path, prefix: str) -> Non
     for key in keys:
         store.set_state("s", key, key)
     assert store.state_keys("s", prefix) == sorted(k for k in keys if k.startswith(prefix))
+
+
+def test_bytes_state_values_are_kept_as_they_are(tmp_path: Path) -> None:
+    from offprompt.scope import Scope
+
+    store = SQLiteStore(tmp_path / "m.db")
+    assert store.binary_state and store.scoped(Scope(user="u")).binary_state
+    assert not InMemoryStore().binary_state
+    store.set_state("s", "raw", b"\x00\x01\xff not json")
+    store.set_state("s", "doc", {"a": [1]})
+    again = SQLiteStore(tmp_path / "m.db")
+    assert again.get_state("s", "raw") == b"\x00\x01\xff not json"
+    assert again.get_state("s", "doc") == {"a": [1]}
+    assert again.state_keys("s") == ["doc", "raw"]

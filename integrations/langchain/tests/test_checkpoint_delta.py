@@ -17,7 +17,7 @@ from offprompt_langchain.checkpoint import _SNAPSHOT_EVERY, OffpromptSaver
 from offprompt_langchain.convert import from_langchain
 
 from offprompt.errors import DeserializationError
-from offprompt.stores import SQLiteStore
+from offprompt.stores import InMemoryStore, SQLiteStore
 
 
 def _chain(saver: OffpromptSaver, thread: str, n: int, run_of: Any = None) -> list[RunnableConfig]:
@@ -42,17 +42,21 @@ def _chain(saver: OffpromptSaver, thread: str, n: int, run_of: Any = None) -> li
     return saved
 
 
-def _docs(store: SQLiteStore, thread: str) -> dict[str, list[Any]]:
+def _docs(store: SQLiteStore, thread: str) -> dict[str, Any]:
     return {
         key.rsplit("/", 1)[1]: store.get_state(thread, key)
         for key in store.state_keys(thread, "langgraph/cp/")
     }
 
 
-def _snapshot(doc: list[Any]) -> bool:
+def _depth(doc: Any) -> int:
     row = parse_row(doc)
     assert row is not None and row.fmt == FORMAT
-    return row.depth == 0
+    return row.depth
+
+
+def _snapshot(doc: Any) -> bool:
+    return _depth(doc) == 0
 
 
 def test_delta_chains_read_back_exactly_and_stay_bounded(tmp_path: Path) -> None:
@@ -61,7 +65,8 @@ def test_delta_chains_read_back_exactly_and_stay_bounded(tmp_path: Path) -> None
     saved = _chain(writer, "t", 2 * _SNAPSHOT_EVERY + 3)
     docs = _docs(store, "t")
     assert sum(not _snapshot(d) for d in docs.values()) >= len(docs) - 3  # mostly deltas
-    assert max(d[2] for d in docs.values()) == _SNAPSHOT_EVERY - 1  # [3, parent, depth, ...]
+    assert max(_depth(d) for d in docs.values()) == _SNAPSHOT_EVERY - 1
+    assert all(isinstance(d, bytes) for d in docs.values())  # SQLite keeps rows as bytes
     # a fresh saver (no cache) reads every checkpoint the writer reads, equal
     reader = OffpromptSaver(SQLiteStore(tmp_path / "m.db"))
     for config in reversed(saved):
@@ -203,4 +208,23 @@ def test_a_thread_written_in_format_2_reads_and_grows(tmp_path: Path) -> None:
     assert [t.checkpoint["id"] for t in fresh.list({"configurable": {"thread_id": "t"}})] == [
         child["id"],
         checkpoint["id"],
+    ]
+
+
+def test_on_a_store_without_bytes_rows_are_json(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    saved = _chain(OffpromptSaver(store), "t", _SNAPSHOT_EVERY + 2)
+    rows = [store.get_state("t", k) for k in store.state_keys("t", "langgraph/cp/")]
+    assert all(isinstance(r, list) and r[0] == FORMAT for r in rows)
+    assert max(_depth(r) for r in rows) == _SNAPSHOT_EVERY - 1
+    fresh = OffpromptSaver(store)  # nothing cached: every delta undone from the rows
+    for config in saved:
+        found = fresh.get_tuple(config)
+        assert (
+            found is not None and found.checkpoint["id"] == config["configurable"]["checkpoint_id"]
+        )
+    latest = fresh.get_tuple({"configurable": {"thread_id": "t"}})
+    assert latest is not None
+    assert [m.id for m in latest.checkpoint["channel_values"]["messages"]] == [
+        f"h{i}" for i in range(_SNAPSHOT_EVERY + 2)
     ]

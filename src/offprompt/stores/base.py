@@ -261,6 +261,12 @@ class BaseStore(ABC):
     ) -> int:
         """Delete messages with ``start <= seq < end``; return how many were deleted."""
 
+    @property
+    def binary_state(self) -> bool:
+        """``True`` if :meth:`set_state` also keeps a ``bytes`` value as it is (and
+        :meth:`get_state` gives it back as ``bytes``); JSON values work on every store."""
+        return False
+
     @abstractmethod
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         """The JSON value stored under ``key``, or ``None``."""
@@ -485,6 +491,11 @@ class ScopedStore(BaseStore):
         if clash:
             raise NamespaceError(f"scope {scope} lies outside this view's scope {self.scope}")
         return self.inner.forget_scope(Scope(**{**mine, **given}), all=all)
+
+    @property
+    def binary_state(self) -> bool:
+        """The wrapped store's :attr:`~BaseStore.binary_state`."""
+        return self.inner.binary_state
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

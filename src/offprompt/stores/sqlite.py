@@ -349,6 +349,11 @@ class SQLiteStore(BaseStore):
         with self._write() as conn:
             self._migrate(conn)
 
+    @property
+    def binary_state(self) -> bool:
+        """``True``: a ``bytes`` state value is kept as a BLOB, as it is."""
+        return True
+
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
 
@@ -771,14 +776,17 @@ class SQLiteStore(BaseStore):
             f"SELECT value FROM offprompt_state WHERE {_P} AND session_id = ? AND key = ?",
             (*part, session_id, key),
         )
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        value = rows[0][0]
+        return value if isinstance(value, bytes) else json.loads(value)
 
     def set_state(
         self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
     ) -> None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        text = encode_state(value)
+        text = value if type(value) is bytes else encode_state(value)
         with self._write() as conn:
             conn.execute(
                 f"INSERT OR REPLACE INTO offprompt_state ({_PART_KEY}, session_id, key, value)"

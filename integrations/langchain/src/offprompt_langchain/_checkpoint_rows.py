@@ -1,8 +1,11 @@
 """How ``OffpromptSaver`` lays out one checkpoint as one state row (format 3).
 
-A row is the JSON list ``[3, parent, depth, data]``:
+A row is, on a store that keeps bytes (``binary_state``, SQLite), the bytes ``3``,
+``depth``, the parent (``0``: none; ``1`` and 16 bytes: a uuid; ``2``, a 2-byte length and
+UTF-8: any other id) and then ``data``; on other stores the JSON list
+``[3, parent, depth, base85 of data]``. Either way:
 
-* ``data``: base85 of raw deflate of the checkpoint's *payload* followed by its pending
+* ``data``: raw deflate of the checkpoint's *payload* followed by its pending
   writes, compressed with its parent's payload as the preset dictionary when
   ``depth > 0`` (a delta; ``depth`` counts the chain back to a snapshot, ``0``);
 * the payload: one line of JSON ``[body type, body length, metadata type, metadata
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from offprompt.errors import DeserializationError
 
@@ -50,12 +54,27 @@ class Row:
     fmt: int
     parent: str | None
     depth: int
-    data: str
+    data: bytes | str  # format 3: the deflated bytes; 1 and 2: the body's base64
     doc: dict[str, Any] = field(default_factory=dict)
 
-    def stored(self) -> Any:
-        """The JSON value of the row (format 3)."""
-        return [FORMAT, self.parent, self.depth, self.data]
+    def stored(self, binary: bool) -> Any:
+        """The value of a format-3 row: bytes, or JSON for a store without bytes."""
+        data = cast(bytes, self.data)
+        if not binary:
+            return [FORMAT, self.parent, self.depth, base64.b85encode(data).decode("ascii")]
+        return bytes([FORMAT, self.depth]) + _parent_bytes(self.parent) + data
+
+
+def _parent_bytes(parent: str | None) -> bytes:
+    if parent is None:
+        return b"\0"
+    try:
+        if str(uuid.UUID(parent)) == parent:
+            return b"\1" + uuid.UUID(parent).bytes
+    except ValueError:
+        pass
+    raw = parent.encode("utf-8")
+    return b"\2" + len(raw).to_bytes(2, "big") + raw
 
 
 @dataclass
@@ -72,6 +91,8 @@ class Parts:
 
 def parse_row(value: Any) -> Row | None:
     """The row of a stored value, or ``None`` if it is not a checkpoint row."""
+    if isinstance(value, bytes):
+        return _parse_bytes(value)
     if isinstance(value, list):
         if (
             len(value) == 4
@@ -80,20 +101,43 @@ def parse_row(value: Any) -> Row | None:
             and isinstance(value[2], int)
             and isinstance(value[3], str)
         ):
-            return Row(FORMAT, value[1], value[2], value[3])
+            try:
+                data = base64.b85decode(value[3])
+            except ValueError:
+                return None
+            return Row(FORMAT, value[1], value[2], data)
         return None
     if isinstance(value, dict) and value.get("format") in (1, 2):
         pair = value.get("checkpoint")
-        data = pair[1] if isinstance(pair, list) and len(pair) >= 2 else ""
+        body = pair[1] if isinstance(pair, list) and len(pair) >= 2 else ""
         depth = value.get("depth", 0)
         return Row(
             int(value["format"]),
             value.get("parent"),
             depth if isinstance(depth, int) else 0,
-            data if isinstance(data, str) else "",
+            body if isinstance(body, str) else "",
             value,
         )
     return None
+
+
+def _parse_bytes(value: bytes) -> Row | None:
+    if len(value) < 3 or value[0] != FORMAT:
+        return None
+    depth, kind, rest = value[1], value[2], value[3:]
+    parent: str | None = None
+    if kind == 1 and len(rest) >= 16:
+        parent, rest = str(uuid.UUID(bytes=rest[:16])), rest[16:]
+    elif kind == 2 and len(rest) >= 2:
+        size = int.from_bytes(rest[:2], "big")
+        try:
+            parent = rest[2 : 2 + size].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        rest = rest[2 + size :]
+    elif kind != 0:
+        return None
+    return Row(FORMAT, parent, depth, rest)
 
 
 def encode_payload(
@@ -151,7 +195,7 @@ def decode_payload(stream: bytes, what: str, thread_id: str) -> Parts:
     return Parts(body, metadata, values, stream[: len(line) + 1 + offset], writes)
 
 
-def deflate(payload: bytes, base: bytes | None) -> str:
+def deflate(payload: bytes, base: bytes | None) -> bytes:
     # The smallest window that holds the base and the payload: a 32 KB window costs more
     # to set up than a small row takes to compress. Any window inflates with 15 bits.
     wbits = min(15, max(9, (len(payload) + len(base or b"")).bit_length()))
@@ -160,19 +204,18 @@ def deflate(payload: bytes, base: bytes | None) -> str:
         if base
         else zlib.compressobj(9, zlib.DEFLATED, -wbits, 2)
     )
-    return base64.b85encode(packer.compress(payload) + packer.flush()).decode("ascii")
+    return packer.compress(payload) + packer.flush()
 
 
-def inflate(data: str, base: bytes | None, what: str, thread_id: str) -> bytes:
+def inflate(data: bytes, base: bytes | None, what: str, thread_id: str) -> bytes:
     try:
-        raw = base64.b85decode(data)
         unpacker = zlib.decompressobj(-15, zdict=base) if base else zlib.decompressobj(-15)
-        out = unpacker.decompress(raw) + unpacker.flush()
+        out = unpacker.decompress(data) + unpacker.flush()
         if not unpacker.eof:
             raise zlib.error("truncated")
-    except (ValueError, zlib.error) as exc:
+    except zlib.error as exc:
         raise DeserializationError(
-            f"thread {thread_id!r}: checkpoint {what!r} is corrupt (not base85 deflate: {exc})",
+            f"thread {thread_id!r}: checkpoint {what!r} is corrupt (not deflate: {exc})",
             session_id=thread_id,
             key=what,
         ) from None
