@@ -221,6 +221,8 @@ def validate_session_id(session_id: Any) -> str:
         >>> validate_session_id("user-42/thread-7")
         'user-42/thread-7'
     """
+    if type(session_id) is str and session_id in _VALID_SESSION_IDS:
+        return session_id  # checked before: stores call this on every operation
     if not isinstance(session_id, str):
         raise NamespaceError(
             f"session_id must be a str, got {type(session_id).__name__}", session_id=session_id
@@ -246,4 +248,12 @@ def validate_session_id(session_id: Any) -> str:
                 "it is not valid Unicode text",
                 session_id=repr(session_id),
             )
+    if len(_VALID_SESSION_IDS) >= _VALID_CACHE:
+        _VALID_SESSION_IDS.clear()
+    _VALID_SESSION_IDS.add(session_id)
     return session_id
+
+
+#: Session ids that passed :func:`validate_session_id` (exact ``str`` only; bounded).
+_VALID_SESSION_IDS: set[str] = set()
+_VALID_CACHE = 4096

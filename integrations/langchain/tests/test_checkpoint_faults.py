@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -20,6 +20,13 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.base import CipherProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
+from offprompt_langchain._checkpoint_rows import (
+    decode_payload,
+    deflate,
+    encode_payload,
+    inflate,
+    parse_row,
+)
 from offprompt_langchain.checkpoint import OffpromptSaver
 
 from offprompt.errors import DeserializationError, NamespaceError, OffpromptError, ValidationError
@@ -78,11 +85,13 @@ def test_unknown_serializer_type_names_the_type(tmp_path: Path) -> None:
     saver = OffpromptSaver(store)
     saved = _put(saver, "t", [HumanMessage("hi", id="1")], extra_channel={"a": 1})
     key = store.state_keys("t", "langgraph/cp/")[0]
-    doc = store.get_state("t", key)
-    doc["values"]["extra_channel"][1] = {
-        "value": ["protobuf-v9", "AAAA"]
-    }  # small values live inline
-    store.set_state("t", key, doc)
+    row = parse_row(store.get_state("t", key))
+    assert row is not None and row.depth == 0  # the thread's first checkpoint: a snapshot
+    parts = decode_payload(inflate(cast(bytes, row.data), None, key, "t"), key, "t")
+    version, ref = parts.values["extra_channel"]  # small values live in the row
+    parts.values["extra_channel"] = [version, {"raw": ("protobuf-v9", ref["raw"][1])}]
+    row.data = deflate(encode_payload(parts.body, parts.metadata, parts.values), None)
+    store.set_state("t", key, row.stored(binary=True))
     with pytest.raises(DeserializationError, match="protobuf-v9"):
         saver.get_tuple(saved)
     assert store.count("t") == 1  # the message is still there
@@ -183,8 +192,11 @@ def test_encrypted_serializer(tmp_path: Path, messages_channel: str | None) -> N
     ]
     raw = (tmp_path / "m.db").read_bytes() + (tmp_path / "m.db-wal").read_bytes()
     assert b"classified" not in raw
-    # the messages are the readable session unless messages_channel=None
-    assert (b"secret plan" in raw) is (messages_channel is not None)
+    # the messages are the readable session unless messages_channel=None (read through
+    # the store: its message bodies are deflated on disk, so not a raw byte match)
+    session = [s.message.text for s in SQLiteStore(tmp_path / "m.db").read("t")]
+    assert (session == ["the secret plan"]) is (messages_channel is not None)
+    assert session == [] or messages_channel is not None
     with pytest.raises(DeserializationError, match="xor"):
         OffpromptSaver(path=str(tmp_path / "m.db")).get_tuple(saved)  # no cipher: clear error
 

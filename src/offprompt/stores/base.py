@@ -11,9 +11,10 @@ can always tell whether its cache is current (see :meth:`ConversationStore.versi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
@@ -263,6 +264,12 @@ class BaseStore(ABC):
     ) -> int:
         """Delete messages with ``start <= seq < end``; return how many were deleted."""
 
+    @property
+    def binary_state(self) -> bool:
+        """``True`` if :meth:`set_state` also keeps a ``bytes`` value as it is (and
+        :meth:`get_state` gives it back as ``bytes``); JSON values work on every store."""
+        return False
+
     @abstractmethod
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         """The JSON value stored under ``key``, or ``None``."""
@@ -312,6 +319,26 @@ class BaseStore(ABC):
             [0]
         """
         return ScopedStore(self, scope)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run the calls made inside as one unit where the store can (SQLite: one
+        ``BEGIN IMMEDIATE`` transaction of this thread, so reads inside see a state no
+        other writer changes until it commits, and a crash keeps all of it or none).
+
+        Stores without transactions run the calls one by one (this default). Nesting is
+        allowed; the outermost block commits.
+
+        Example:
+            >>> from offprompt.stores import InMemoryStore
+            >>> store = InMemoryStore()
+            >>> with store.transaction():
+            ...     store.set_state("s", "a", 1)
+            ...     store.set_state("s", "b", 2)
+            >>> store.state_keys("s")
+            ['a', 'b']
+        """
+        yield
 
     def delete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
         """Delete messages with ``seq < seq``; return how many were deleted (``max_runs``)."""
@@ -467,6 +494,17 @@ class ScopedStore(BaseStore):
         if clash:
             raise NamespaceError(f"scope {scope} lies outside this view's scope {self.scope}")
         return self.inner.forget_scope(Scope(**{**mine, **given}), all=all)
+
+    @property
+    def binary_state(self) -> bool:
+        """The wrapped store's :attr:`~BaseStore.binary_state`."""
+        return self.inner.binary_state
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The wrapped store's :meth:`~BaseStore.transaction`."""
+        with self.inner.transaction():
+            yield
 
     def checkpoint(self) -> None:
         """Checkpoint the wrapped store if it can (SQLite's WAL), else do nothing.

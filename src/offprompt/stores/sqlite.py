@@ -39,6 +39,7 @@ from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
 from offprompt.stores._blobrefs import decode_cached, externalize
+from offprompt.stores._bodies import pack_body, unpack_body
 from offprompt.stores.base import (
     BaseStore,
     ForgetCounts,
@@ -56,7 +57,7 @@ from offprompt.stores.base import (
 
 __all__ = ["CHECKPOINT_WAIT", "SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Seconds :meth:`SQLiteStore.checkpoint` retries while another connection's reader
 #: keeps the WAL (``forget`` then reports the WAL as not clean instead of waiting on).
 CHECKPOINT_WAIT = 5.0
@@ -119,6 +120,8 @@ _PART_KEY = "tenant, user_id, agent, run"
 #: ``WHERE`` fragment of one exact partition; parameters come from ``Scope.partition()``.
 _P = "tenant = ? AND user_id = ? AND agent = ? AND run = ?"
 #: Scope field -> column, for selector (``forget``, listing) filters.
+#: The user indexes' condition; a query repeats it word for word so SQLite uses them.
+_SCOPED_USER = "user_id <> ''"
 _COLUMNS = {
     "tenant": "tenant",
     "user": "user_id",
@@ -187,11 +190,42 @@ def _migrate_3(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX offprompt_blob_refs_key ON offprompt_blob_refs ({_PART_KEY}, key)")
 
 
+def _migrate_4(conn: sqlite3.Connection) -> None:
+    # v4, for size: state rows clustered on their key (WITHOUT ROWID, so the key is not
+    # stored a second time in a separate index), user indexes over scoped rows only, and
+    # compact message bodies (no DDL: bodies written before read as they are).
+    conn.execute(
+        f"CREATE TABLE offprompt_state_v4 ({_PART_COLS},"
+        " session_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+        f" PRIMARY KEY ({_PART_KEY}, session_id, key)) WITHOUT ROWID"
+    )
+    conn.execute(
+        f"INSERT INTO offprompt_state_v4 SELECT {_PART_KEY}, session_id, key, value"
+        " FROM offprompt_state"
+    )
+    conn.execute("DROP TABLE offprompt_state")
+    conn.execute("ALTER TABLE offprompt_state_v4 RENAME TO offprompt_state")
+    for table in ("offprompt_messages", "offprompt_state", "offprompt_sessions"):
+        conn.execute(f"DROP INDEX IF EXISTS {table}_user")
+        conn.execute(f"CREATE INDEX {table}_user ON {table} (user_id) WHERE {_SCOPED_USER}")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1,
     2: _migrate_2,
     3: _migrate_3,
+    4: _migrate_4,
 }
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (UTF-8 keeps code
+    point order, so SQLite's binary comparison agrees), if there is a simple one."""
+    if prefix:
+        last = ord(prefix[-1]) + 1
+        if last <= 0x10FFFF and not 0xD800 <= last <= 0xDFFF:
+            return prefix[:-1] + chr(last)
+    return None
 
 
 def _selector(scope: Scope) -> tuple[str, list[str]]:
@@ -199,7 +233,10 @@ def _selector(scope: Scope) -> tuple[str, list[str]]:
     fields = scope.fields()
     if not fields:
         return "1 = 1", []
-    return " AND ".join(f"{_COLUMNS[f]} = ?" for f in fields), list(fields.values())
+    terms = [f"{_COLUMNS[f]} = ?" for f in fields]
+    if fields.get("user"):
+        terms.append(_SCOPED_USER)
+    return " AND ".join(terms), list(fields.values())
 
 
 def _check_is_store(path: Path) -> None:
@@ -312,6 +349,11 @@ class SQLiteStore(BaseStore):
         with self._write() as conn:
             self._migrate(conn)
 
+    @property
+    def binary_state(self) -> bool:
+        """``True``: a ``bytes`` state value is kept as a BLOB, as it is."""
+        return True
+
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
 
@@ -347,8 +389,26 @@ class SQLiteStore(BaseStore):
         return conn
 
     @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction for every call this thread makes inside:
+        the write lock is taken first, so what is read inside stays true until the
+        commit, and a process killed inside leaves none of it."""
+        if getattr(self._local, "in_transaction", False):
+            yield
+            return
+        with self._write():
+            self._local.in_transaction = True
+            try:
+                yield
+            finally:
+                self._local.in_transaction = False
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
+        if getattr(self._local, "in_transaction", False):
+            yield conn  # inside transaction(): it begins, commits or rolls back
+            return
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -446,7 +506,7 @@ class SQLiteStore(BaseStore):
                 f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
                 " appended_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (*part, session_id, first + i, m.role, count, now, body)
+                    (*part, session_id, first + i, m.role, count, now, pack_body(body))
                     for i, (m, count, (body, _)) in enumerate(
                         zip(items, counts, encoded, strict=True)
                     )
@@ -498,7 +558,7 @@ class SQLiteStore(BaseStore):
         part = check_scope_session(session_id, scope)
         check_range(start, end)
         rows = self._query(
-            "SELECT seq, tokens, body FROM offprompt_messages"
+            "SELECT seq, tokens, body, role FROM offprompt_messages"
             f" WHERE {_P} AND session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
             (
                 *part,
@@ -508,11 +568,12 @@ class SQLiteStore(BaseStore):
             ),
         )
         messages = decode_cached(
-            [body for _, _, body in rows], lambda keys: self._fetch_blobs(part, keys)
+            [unpack_body(body, role) for _, _, body, role in rows],
+            lambda keys: self._fetch_blobs(part, keys),
         )
         return [
             StoredMessage(session_id, seq, message, tokens)
-            for (seq, tokens, _), message in zip(rows, messages, strict=True)
+            for (seq, tokens, _, _), message in zip(rows, messages, strict=True)
         ]
 
     def read_index(
@@ -715,14 +776,17 @@ class SQLiteStore(BaseStore):
             f"SELECT value FROM offprompt_state WHERE {_P} AND session_id = ? AND key = ?",
             (*part, session_id, key),
         )
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        value = rows[0][0]
+        return value if isinstance(value, bytes) else json.loads(value)
 
     def set_state(
         self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
     ) -> None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        text = encode_state(value)
+        text = value if type(value) is bytes else encode_state(value)
         with self._write() as conn:
             conn.execute(
                 f"INSERT OR REPLACE INTO offprompt_state ({_PART_KEY}, session_id, key, value)"
@@ -745,10 +809,13 @@ class SQLiteStore(BaseStore):
         part = check_scope_session(session_id, scope)
         if not isinstance(prefix, str):
             raise ValidationError(f"prefix must be a str, got {type(prefix).__name__}")
+        # A key range: the primary key finds the prefix's keys without a scan.
+        above = _after_prefix(prefix)
         rows = self._query(
-            f"SELECT key FROM offprompt_state WHERE {_P} AND session_id = ?"
-            " AND substr(key, 1, ?) = ? ORDER BY key",
-            (*part, session_id, len(prefix), prefix),
+            f"SELECT key FROM offprompt_state WHERE {_P} AND session_id = ? AND key >= ?"
+            + ("" if above is None else " AND key < ?")
+            + " AND substr(key, 1, ?) = ? ORDER BY key",
+            (*part, session_id, prefix, *([] if above is None else [above]), len(prefix), prefix),
         )
         return [r[0] for r in rows]
 
