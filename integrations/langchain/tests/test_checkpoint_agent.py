@@ -67,8 +67,13 @@ class TeeSaver(OffpromptSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        self.mirror.put(config, checkpoint, metadata, new_versions)
-        return super().put(config, checkpoint, metadata, new_versions)
+        # The input checkpoint's __start__ value holds the caller's message objects, which
+        # add_messages gives an id in place while the put may still run in LangGraph's
+        # background executor: freeze one copy, as for put_writes, so both savers store
+        # the same value whichever of them serializes later.
+        frozen = copy.deepcopy(checkpoint)
+        self.mirror.put(config, frozen, metadata, new_versions)
+        return super().put(config, frozen, metadata, new_versions)
 
     def put_writes(
         self,
