@@ -381,3 +381,33 @@ def test_a_single_line_of_megabytes_is_bounded_everywhere_and_stays_intact() -> 
         assert memory.wait_indexed("one", timeout=240)
         assert any("K-77421" in h.value for h in memory.query("one", "NEEDLE K-77421").value)
         assert memory.load_artifacts("one").value[0].value == line
+
+
+def test_read_cuts_pages_only_up_to_the_page_asked_and_they_join_back() -> None:
+    # Page 1 of a multi-segment output must not tokenise all of it; the pages cut on
+    # demand are the ones page_bounds cuts for the whole output, and join back exactly.
+    from offprompt.task_memory.text_view import TextView
+
+    text = "".join(f"{i:07d} GET /items/{i} 200 é\n" for i in range(150_000))  # ~4 MB
+    with TaskMemory() as memory:
+        memory.process_output("logs", "call", TextArtifact(text, name="big"))
+        encoding = memory.tokenizer.encoding
+        view = TextView(text.encode())
+        some, complete = view.page_bounds_until(encoding, memory.page_tokens, 1)
+        assert not complete and 1 < len(some) - 1
+        more, complete = view.page_bounds_until(encoding, memory.page_tokens, len(some))
+        assert not complete and len(more) > len(some)
+        whole = TextView(text.encode()).page_bounds(encoding, memory.page_tokens)
+        assert more == whole[: len(more)]
+        assert view.page_bounds(encoding, memory.page_tokens) == whole
+        parts, page = [], 1
+        while True:
+            got = memory.read("big", page)
+            parts.append(got.value)
+            if not got.meta.get("pages_estimated") and page == got.meta["pages"]:
+                break
+            page += 1
+        assert "".join(parts) == text
+        assert page == len(whole) - 1
+        with pytest.raises(RangeError, match=f"between 1 and {page} "):
+            memory.read("big", page + 1)

@@ -1271,8 +1271,10 @@ class TaskMemory:
 
         Pages hold at most ``page_tokens`` tokens each (the memory's ``page_tokens`` by
         default), counted on the page's own text, and join back into the output byte
-        for byte (see :meth:`TextView.page_bounds`). Works at once, indexed or not.
-        ``meta`` holds ``page`` and ``pages``.
+        for byte (see :meth:`TextView.page_bounds`). Works at once, indexed or not, and
+        cuts the output only up to ``page``: until every page is cut, ``pages`` is an
+        estimate and ``meta`` holds ``pages_estimated: True``. ``meta`` holds ``page`` and
+        ``pages``.
 
         Raises:
             NotFoundError: Unknown namespace.
@@ -1288,17 +1290,30 @@ class TaskMemory:
                 value=artifacts.to_text(), name=namespace, meta={"page": 1, "pages": 1}
             )
         view = self._view(namespace, meta)
-        bounds = view.page_bounds(self.tokenizer.encoding, size)
-        pages = max(1, len(bounds) - 1)
-        if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= pages:
+        valid = isinstance(page, int) and not isinstance(page, bool) and page >= 1
+        # Cut only up to the page asked for: page 1 of a huge output answers at once.
+        bounds, complete = view.page_bounds_until(
+            self.tokenizer.encoding, size, page if valid else 1
+        )
+        cut = max(1, len(bounds) - 1)
+        pages = cut
+        if not complete:  # the rest is not cut yet: the card's estimate, at least one more
+            tokens = int((meta.get("stats") or {}).get("tokens") or meta.get("tokens") or 0)
+            pages = max(cut + 1, math.ceil(tokens / size))
+        if not valid or page > cut:
+            about = "" if complete else "about "
             raise RangeError(
-                f"page must be between 1 and {pages} for namespace {namespace!r}, got {page!r}",
+                f"page must be between 1 and {about}{pages} for namespace {namespace!r}, "
+                f"got {page!r}",
                 namespace=namespace,
             )
+        found: dict[str, Any] = {"page": page, "pages": pages, "namespace": namespace}
+        if not complete:
+            found["pages_estimated"] = True
         return TextArtifact(
             value=view.data[bounds[page - 1] : bounds[page]].decode("utf-8"),
             name=namespace,
-            meta={"page": page, "pages": pages, "namespace": namespace},
+            meta=found,
         )
 
     def summarize(

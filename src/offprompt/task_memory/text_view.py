@@ -120,6 +120,8 @@ class TextView:
         newlines = counts[-1]
         self.lines = 0 if not data else newlines + (0 if data.endswith(b"\n") else 1)
         self._pages: dict[tuple[int, int], list[int]] = {}
+        # Pages cut so far and the byte offset reached, for outputs not cut to the end.
+        self._partial_pages: dict[tuple[int, int], tuple[list[int], int]] = {}
         self._lock = threading.Lock()
         #: ``(kind, value)`` once parsed as JSON (``("", None)``: it is not JSON).
         self.parsed: tuple[str, Any] | None = None
@@ -318,18 +320,29 @@ class TextView:
         boundaries and never span the 1 MiB segments the text is tokenised in; joined
         back they give the text byte for byte. Cached per encoding and page size.
         """
+        return self.page_bounds_until(encoding, page_tokens, None)[0]
+
+    def page_bounds_until(
+        self, encoding: Any, page_tokens: int, page: int | None
+    ) -> tuple[list[int], bool]:
+        """The first bounds of :meth:`page_bounds`, cut only as far as page ``page``
+        needs (every page when None), and whether they are all of them.
+
+        Segments are cut independently, so the work resumes where the last call stopped:
+        page 1 of a 100 MB output tokenises its first segment, not the whole output.
+        """
         key = (id(encoding), page_tokens)
         with self._lock:
             cached = self._pages.get(key)
+            partial = self._partial_pages.get(key)
         if cached is not None:
-            return cached
+            return cached, True
+        bounds, offset = (list(partial[0]), partial[1]) if partial else ([0], 0)
         from offprompt.task_memory.chunking import _token_byte_lengths
 
         lengths = _token_byte_lengths(encoding)
         data = self.data
-        bounds = [0]
-        offset = 0
-        while offset < len(data):
+        while offset < len(data) and (page is None or len(bounds) - 1 < page):
             end = min(len(data), offset + _SEGMENT)
             if end < len(data):
                 newline = data.rfind(b"\n", offset + _SEGMENT // 2, end)
@@ -360,6 +373,11 @@ class TextView:
                 pos = cut
                 token = int(np.searchsorted(ends, cut, side="right"))
             offset = end
+        complete = offset >= len(data)
         with self._lock:
-            self._pages[key] = bounds
-        return bounds
+            if complete:
+                self._pages[key] = bounds
+                self._partial_pages.pop(key, None)
+            elif key not in self._pages and offset > self._partial_pages.get(key, ([], 0))[1]:
+                self._partial_pages[key] = (bounds, offset)
+        return bounds, complete

@@ -382,7 +382,11 @@ class _Tools:
             # card reads that page); the default page fits the default bound with this header.
             found = memory.read(namespace, page)
             pages = found.meta.get("pages", 1)
-            return f'Page {page} of {pages} of artifact_namespace "{namespace}":\n{found.value}'
+            about = "about " if found.meta.get("pages_estimated") else ""
+            return (
+                f'Page {page} of {about}{pages} of artifact_namespace "{namespace}":\n'
+                f"{found.value}"
+            )
         if args.page is not None:
             raise _ModelError("give either page or start_line/end_line, not both")
         start = 1 if args.start_line is None else args.start_line
