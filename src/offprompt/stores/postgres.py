@@ -50,6 +50,17 @@ keepalives and a TCP user timeout (a cut link fails a call within about 30 s ins
 hanging), and ask the server to end a session idle in a transaction for 60 s (a writer
 cut off mid-transaction frees the session's counter row within a minute).
 
+Round trips. An append without idempotency key or images is ONE autocommit statement
+(a data-modifying CTE: the counter upsert, then the insert taking its seqs from the
+upsert's ``RETURNING``), so the guarantees above hold without ``BEGIN``/``COMMIT``;
+with a key or images it is the transaction described above. ``read_ranges`` (what a
+window calls: the pinned system messages and the runs) is one ``UNION ALL`` statement.
+The pool checks a connection before handing it out only when it has been idle for
+:data:`CHECK_AFTER_IDLE_S` or a connection error happened since it was last used; a
+server process that died within that time (killed, or a restart quicker than that)
+fails that one call with a ``StorageError`` (nothing of it stored; a writer retries,
+with its key where it needs one) and the pool then checks every connection again.
+
 Async. Every ``a*`` method runs on psycopg's async API, through an
 ``AsyncConnectionPool`` made in the running event loop (one per loop), never in a
 thread. Connecting to a host *name* resolves it with the loop's ``getaddrinfo`` (the
@@ -95,7 +106,13 @@ from offprompt.stores.base import (
     merge_ranges,
 )
 
-__all__ = ["MAX_IDEMPOTENCY_KEY_LENGTH", "SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
+__all__ = [
+    "CHECK_AFTER_IDLE_S",
+    "MAX_IDEMPOTENCY_KEY_LENGTH",
+    "SCHEMA_VERSION",
+    "PostgresStore",
+    "redact_dsn",
+]
 
 SCHEMA_VERSION = 2
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
