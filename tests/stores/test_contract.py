@@ -53,6 +53,18 @@ def test_read_range_is_half_open(store: BaseStore) -> None:
     assert store.read("s", start=10) == []
 
 
+def test_read_ranges_reads_several_ranges_once_each_in_seq_order(store: BaseStore) -> None:
+    store.append("s", msgs(*"abcdefgh"), [1] * 8)
+    got = store.read_ranges("s", [(5, 7), (0, 1), (6, 8), (3, 3)])
+    assert [(r.seq, r.message.text) for r in got] == [(0, "a"), (5, "f"), (6, "g"), (7, "h")]
+    assert store.read_ranges("s", []) == []
+    assert store.read_ranges("unknown", [(0, 10)]) == []
+    with pytest.raises(ValidationError, match="range"):
+        store.read_ranges("s", [(0, None)])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match="range"):
+        store.read_ranges("s", [5])  # type: ignore[list-item]
+
+
 def test_read_index_gives_seq_tokens_role_without_bodies(store: BaseStore) -> None:
     store.append("s", [Message.system("x"), *msgs("a", "b")], [5, 6, 7])
     index = store.read_index("s")

@@ -21,6 +21,7 @@ from offprompt.forget import forget
 from offprompt.messages import Message
 from offprompt.scope import Scope
 from offprompt.stores import PostgresStore
+from offprompt.stores import postgres as postgres_module
 from offprompt.stores.postgres import SCHEMA_VERSION
 
 
@@ -293,6 +294,99 @@ def test_a_server_gone_and_back_is_a_storage_error_then_works_again(
     assert store.append("s", msgs("after"), [1]) == [1]
     assert [r.message.text for r in store.read("s")] == ["before", "after"]
     store.close()
+
+
+def _kill_backends(dsn: str, application_name: str) -> None:
+    """Terminate the server processes of connections made with ``application_name``."""
+    killed = sql(
+        dsn,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (application_name,),
+    )
+    assert killed and all(ok for (ok,) in killed)
+
+
+@pytest.fixture
+def marked(postgres_dsn: str) -> Any:
+    """A store whose connections the test can find on the server (and kill)."""
+    made = PostgresStore(f"{postgres_dsn} application_name=offprompt-kill-me")
+    yield made
+    made.close()
+
+
+def test_a_connection_killed_under_a_recently_used_pool_fails_once_then_is_replaced(
+    marked: PostgresStore, postgres_dsn: str
+) -> None:
+    store = marked
+    # A connection used in the last CHECK_AFTER_IDLE_S is handed out unchecked: a
+    # backend killed meanwhile fails that one call (a StorageError, nothing stored);
+    # the error makes the pool check every connection again, so the next call works.
+    store.append("s", msgs("before"), [1])
+    _kill_backends(postgres_dsn, "offprompt-kill-me")
+    with pytest.raises(StorageError, match="append failed"):
+        store.append("s", msgs("lost with the connection"), [1])
+    assert store.append("s", msgs("after"), [1]) == [1]
+    assert [(r.seq, r.message.text) for r in store.read("s")] == [(0, "before"), (1, "after")]
+
+
+def test_an_idle_connection_is_checked_before_use(
+    marked: PostgresStore, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = marked
+    monkeypatch.setattr(postgres_module, "CHECK_AFTER_IDLE_S", 0.0)
+    store.append("s", msgs("before"), [1])
+    _kill_backends(postgres_dsn, "offprompt-kill-me")
+    assert store.append("s", msgs("after"), [1]) == [1]
+
+
+async def test_one_statement_appends_keep_seqs_gapless_under_concurrent_writers(
+    store: PostgresStore,
+) -> None:
+    # No key, no images: the append is one autocommit statement (bump + insert).
+    async def writer(name: str) -> None:
+        for i in range(20):
+            await store.aappend("s", msgs(f"{name}{i}a", f"{name}{i}b"), [1, 1])
+
+    await asyncio.gather(*(writer(n) for n in "abc"))
+    threads = [
+        threading.Thread(target=lambda n=n: [store.append("s", msgs(n), [1]) for _ in range(20)])
+        for n in "xy"
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = store.read("s")
+    assert [r.seq for r in rows] == list(range(160))
+    for name in "abc":
+        for i in range(20):
+            texts = [r.message.text for r in rows]
+            at = texts.index(f"{name}{i}a")
+            assert texts[at + 1] == f"{name}{i}b"  # each batch whole and contiguous
+    assert store.count("s") == 160
+
+
+def test_a_window_and_an_append_are_one_statement_each(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    executed: list[str] = []
+    real = psycopg.Cursor.execute
+
+    def counting(self: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        executed.append(str(query))
+        return real(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counting)
+    for _ in range(4):  # every pooled connection used once (the pool hands out the LRU)
+        store.version("s")
+    assert executed[0] == ""  # a new connection: the pool checked it (an empty query)
+    executed.clear()
+    assert store.append("s", [Message.system("sys"), *msgs(*"abcdef")], [1] * 7) == list(range(7))
+    assert len(executed) == 1 and executed[0].startswith("WITH bump AS")
+    executed.clear()
+    got = store.read_ranges("s", [(0, 1), (5, 7)])
+    assert [r.message.text for r in got] == ["sys", "e", "f"]
+    assert len(executed) == 1
 
 
 def test_closed_store_raises_storage_error(store: PostgresStore) -> None:

@@ -495,23 +495,17 @@ class ConversationMemory:
             extra_tokens=extra_tokens,
             first_run=first_run,
         )
+        # The pinned messages and the runs in one read (one round trip on a server).
+        ranges = [(seqs[p], seqs[p] + 1) for p in plan.pinned]
+        if plan.end > plan.start:
+            ranges.append((seqs[plan.start], seqs[plan.end - 1] + 1))
+        found = self.store.read_ranges(self.session_id, ranges) if ranges else []
+        wanted = {seqs[p] for p in plan.pinned}
+        pinned = [s for s in found if s.seq in wanted]
         body: list[StoredMessage] = []
         if plan.end > plan.start:
-            body = self.store.read(
-                self.session_id, start=seqs[plan.start], end=seqs[plan.end - 1] + 1
-            )
-        pinned: list[StoredMessage] = []
-        if plan.pinned:
-            wanted = {seqs[p] for p in plan.pinned}
-            pinned = [
-                s
-                for s in self.store.read(
-                    self.session_id,
-                    start=seqs[plan.pinned[0]],
-                    end=seqs[plan.pinned[-1]] + 1,
-                )
-                if s.seq in wanted
-            ]
+            lo, hi = seqs[plan.start], seqs[plan.end - 1]
+            body = [s for s in found if lo <= s.seq <= hi]
         if plan.overflow and not self._overflow_logged:
             self._overflow_logged = True
             self._drop_logged = True

@@ -175,6 +175,31 @@ def check_range(start: int | None, end: int | None) -> None:
             raise ValidationError(f"{name} must be an int or None, got {bound!r}")
 
 
+def merge_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``ranges`` checked, empty ones dropped, sorted, overlapping or adjacent ones merged.
+
+    Raises:
+        ValidationError: A range is not a pair of ints.
+    """
+    checked: list[tuple[int, int]] = []
+    for item in ranges:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise ValidationError(f"a range must be a (start, end) tuple of ints, got {item!r}")
+        start, end = item
+        if start is None or end is None:
+            raise ValidationError(f"a range must be a (start, end) tuple of ints, got {item!r}")
+        check_range(start, end)
+        if start < end:
+            checked.append((start, end))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(checked):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 @dataclass(frozen=True)
 class ForgetCounts:
     """What :meth:`BaseStore.forget_scope` deleted.
@@ -235,6 +260,24 @@ class BaseStore(ABC):
         scope: Scope | None = None,
     ) -> list[StoredMessage]:
         """Messages with ``start <= seq < end`` (open bounds when ``None``), by seq."""
+
+    def read_ranges(
+        self,
+        session_id: str,
+        ranges: Sequence[tuple[int, int]],
+        *,
+        scope: Scope | None = None,
+    ) -> list[StoredMessage]:
+        """Messages whose seq lies in any ``(start, end)`` range (``start <= seq < end``).
+
+        Each message once, by seq. A window reads its pinned system messages and its
+        runs with one call; this default reads each merged range with :meth:`read`, and
+        a store that can read them in one round trip (``PostgresStore``) overrides it.
+        """
+        found: list[StoredMessage] = []
+        for start, end in merge_ranges(ranges):
+            found.extend(self.read(session_id, start=start, end=end, scope=scope))
+        return found
 
     @abstractmethod
     def read_index(
@@ -474,6 +517,7 @@ class ScopedStore(BaseStore):
 
     append = _forwarded(BaseStore.append)
     read = _forwarded(BaseStore.read)
+    read_ranges = _forwarded(BaseStore.read_ranges)
     read_index = _forwarded(BaseStore.read_index)
     version = _forwarded(BaseStore.version)
     count = _forwarded(BaseStore.count)

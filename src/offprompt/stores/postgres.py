@@ -50,6 +50,17 @@ keepalives and a TCP user timeout (a cut link fails a call within about 30 s ins
 hanging), and ask the server to end a session idle in a transaction for 60 s (a writer
 cut off mid-transaction frees the session's counter row within a minute).
 
+Round trips. An append without idempotency key or images is ONE autocommit statement
+(a data-modifying CTE: the counter upsert, then the insert taking its seqs from the
+upsert's ``RETURNING``), so the guarantees above hold without ``BEGIN``/``COMMIT``;
+with a key or images it is the transaction described above. ``read_ranges`` (what a
+window calls: the pinned system messages and the runs) is one ``UNION ALL`` statement.
+The pool checks a connection before handing it out only when it has been idle for
+:data:`CHECK_AFTER_IDLE_S` or a connection error happened since it was last used; a
+server process that died within that time (killed, or a restart quicker than that)
+fails that one call with a ``StorageError`` (nothing of it stored; a writer retries,
+with its key where it needs one) and the pool then checks every connection again.
+
 Async. Every ``a*`` method runs on psycopg's async API, through an
 ``AsyncConnectionPool`` made in the running event loop (one per loop), never in a
 thread. Connecting to a host *name* resolves it with the loop's ``getaddrinfo`` (the
@@ -92,9 +103,16 @@ from offprompt.stores.base import (
     check_selector,
     check_state,
     encode_state,
+    merge_ranges,
 )
 
-__all__ = ["MAX_IDEMPOTENCY_KEY_LENGTH", "SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
+__all__ = [
+    "CHECK_AFTER_IDLE_S",
+    "MAX_IDEMPOTENCY_KEY_LENGTH",
+    "SCHEMA_VERSION",
+    "PostgresStore",
+    "redact_dsn",
+]
 
 SCHEMA_VERSION = 2
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
@@ -123,6 +141,41 @@ _DEAD_PEER_DEFAULTS = {
     "keepalives_count": 3,
     "tcp_user_timeout": 30_000,
 }
+
+#: A pooled connection returned within this many seconds is handed out again without
+#: the pool's check (a ``SELECT`` round trip, once per call it doubled the cost of a
+#: small read). Any connection error since it was returned voids the exemption, so
+#: after a cut link or a server restart every pooled connection is checked again.
+CHECK_AFTER_IDLE_S = 2.0
+
+
+class _Checks:
+    """The pools' ``check`` callbacks: check a pooled connection only when it may be dead."""
+
+    def __init__(self) -> None:
+        self.returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self.failed_at = -1.0
+
+    def fresh(self, conn: Any) -> bool:
+        """Returned recently, and no connection error since."""
+        at = self.returned.pop(conn, None)
+        return at is not None and at > self.failed_at and time.monotonic() - at < CHECK_AFTER_IDLE_S
+
+    def failed(self) -> None:
+        self.failed_at = time.monotonic()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        if not self.fresh(conn):
+            ConnectionPool.check_connection(conn)
+
+    async def acheck(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if not self.fresh(conn):
+            await AsyncConnectionPool.check_connection(conn)
+
+    def used(self, conn: Any) -> None:
+        """``conn`` answered a call and goes back to the pool."""
+        self.returned[conn] = time.monotonic()
+
 
 _PART_COLS = (
     "tenant text NOT NULL DEFAULT '', user_id text NOT NULL DEFAULT '',"
@@ -274,6 +327,48 @@ _BUMP = (
 )
 
 
+#: An append without idempotency key or images, as one statement: autocommit makes it
+#: its own transaction (no BEGIN/COMMIT round trips). The upsert locks the session's
+#: counter row first, exactly as in :func:`_op_append`, and the insert takes its seqs
+#: from the upsert's RETURNING, so the guarantees are the same: gapless, batch whole.
+_APPEND_ONE = (
+    "WITH bump AS ("
+    + _BUMP.replace("RETURNING s.next_seq - %s", "RETURNING s.next_seq - %s AS first")
+    + "), ins AS ("
+    f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
+    " appended_at, body, batch)"
+    " SELECT %s, %s, %s, %s, %s, bump.first + t.i - 1, t.role, t.tokens, %s, t.body, NULL"
+    " FROM bump, unnest(%b::text[], %b::bigint[], %b::text[])"
+    " WITH ORDINALITY AS t(role, tokens, body, i)"
+    ") SELECT first FROM bump"
+)
+
+
+def _op_append_one(
+    part: tuple[str, str, str, str],
+    session_id: str,
+    items: list[Message],
+    counts: list[int],
+    encoded: list[tuple[str, dict[str, bytes]]],
+) -> _Op[list[int]]:
+    n = len(items)
+    now = time.time()
+    rows = yield _Q(
+        _APPEND_ONE,
+        (
+            *(*part, session_id, n, n, now, n),
+            *part,
+            session_id,
+            now,
+            [m.role for m in items],
+            counts,
+            [body for body, _ in encoded],
+        ),
+    )
+    first = int(rows[0][0])
+    return list(range(first, first + n))
+
+
 def _op_append(
     part: tuple[str, str, str, str],
     session_id: str,
@@ -343,18 +438,27 @@ def _op_append(
     return list(range(first, first + n))
 
 
+def _single_statement(prepared: tuple[Any, ...]) -> bool:
+    """Whether an append can be :data:`_APPEND_ONE`: no idempotency key, no images."""
+    encoded: list[tuple[str, dict[str, bytes]]] = prepared[4]
+    return prepared[5] is None and not any(blobs for _, blobs in encoded)
+
+
 def _op_read(
-    part: tuple[str, str, str, str], session_id: str, start: int | None, end: int | None
+    part: tuple[str, str, str, str], session_id: str, ranges: Sequence[tuple[int, int]]
 ) -> _Op[list[StoredMessage]]:
-    rows = yield _Q(
+    """Messages in any of ``ranges`` (sorted, disjoint), in one statement."""
+    if not ranges:
+        return []
+    # One index range scan per range. An OR of ranges, or a join with an array of
+    # them, let the planner scan the whole session when its statistics are stale.
+    one = (
         "SELECT seq, tokens, body FROM offprompt_messages"
-        f" WHERE {_P} AND session_id = %s AND seq >= %s AND seq < %s ORDER BY seq",
-        (
-            *part,
-            session_id,
-            _MIN_SEQ if start is None else start,
-            _MAX_SEQ if end is None else end,
-        ),
+        f" WHERE {_P} AND session_id = %s AND seq >= %s AND seq < %s"
+    )
+    rows = yield _Q(
+        " UNION ALL ".join([f"({one})"] * len(ranges)) + " ORDER BY seq",
+        [value for lo, hi in ranges for value in (*part, session_id, lo, hi)],
     )
     keys = sorted({k for _, _, body in rows for k in ref_keys(body)})
     blobs: dict[str, bytes] = {}
@@ -369,6 +473,11 @@ def _op_read(
         StoredMessage(session_id, int(seq), message, int(tokens))
         for (seq, tokens, _), message in zip(rows, messages, strict=True)
     ]
+
+
+def _whole(start: int | None, end: int | None) -> list[tuple[int, int]]:
+    """The one range ``start <= seq < end`` (open bounds when ``None``)."""
+    return [(_MIN_SEQ if start is None else start, _MAX_SEQ if end is None else end)]
 
 
 def _op_read_index(
@@ -683,6 +792,7 @@ class PostgresStore(BaseStore):
             asyncio.AbstractEventLoop, AsyncConnectionPool[Any]
         ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        self._checks = _Checks()
         self._pid = os.getpid()
         self._closed = False
         self._migrate()
@@ -720,7 +830,7 @@ class PostgresStore(BaseStore):
                     min_size=1,
                     max_size=self._max_size,
                     kwargs={"autocommit": True},
-                    check=ConnectionPool.check_connection,
+                    check=self._checks.check,
                     timeout=self._timeout,
                     name=f"offprompt {self.where}",
                     open=True,
@@ -740,7 +850,7 @@ class PostgresStore(BaseStore):
                 min_size=1,
                 max_size=self._max_size,
                 kwargs={"autocommit": True},
-                check=AsyncConnectionPool.check_connection,
+                check=self._checks.acheck,
                 timeout=self._timeout,
                 name=f"offprompt {self.where} (async)",
                 open=False,
@@ -752,28 +862,36 @@ class PostgresStore(BaseStore):
     def _do(self, op: _Op[_T], *, action: str, write: bool = False) -> _T:
         try:
             with self._sync_pool().connection() as conn:
-                if not write:
-                    return _run_sync(conn.cursor(), op)
                 try:
+                    if not write:
+                        return _run_sync(conn.cursor(), op)
                     with conn.transaction():
                         return _run_sync(conn.cursor(), op)
                 except _Replay as replay:
                     return replay.seqs  # type: ignore[return-value]
+                finally:
+                    self._checks.used(conn)
         except (psycopg.Error, PoolTimeout) as exc:
+            if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
+                self._checks.failed()
             raise self._error(action, exc) from None
 
     async def _ado(self, op: _Op[_T], *, action: str, write: bool = False) -> _T:
         try:
             pool = await self._async_pool()
             async with pool.connection() as conn:
-                if not write:
-                    return await _run_async(conn.cursor(), op)
                 try:
+                    if not write:
+                        return await _run_async(conn.cursor(), op)
                     async with conn.transaction():
                         return await _run_async(conn.cursor(), op)
                 except _Replay as replay:
                     return replay.seqs  # type: ignore[return-value]
+                finally:
+                    self._checks.used(conn)
         except (psycopg.Error, PoolTimeout) as exc:
+            if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
+                self._checks.failed()
             raise self._error(action, exc) from None
 
     @contextlib.contextmanager
@@ -862,6 +980,8 @@ class PostgresStore(BaseStore):
         prepared = self._prepare_append(session_id, messages, tokens, scope, idempotency_key)
         if prepared is None:
             return []
+        if _single_statement(prepared):
+            return self._do(_op_append_one(*prepared[:5]), action="append")
         return self._do(_op_append(*prepared), action="append", write=True)
 
     async def aappend(
@@ -877,6 +997,8 @@ class PostgresStore(BaseStore):
         prepared = self._prepare_append(session_id, messages, tokens, scope, idempotency_key)
         if prepared is None:
             return []
+        if _single_statement(prepared):
+            return await self._ado(_op_append_one(*prepared[:5]), action="append")
         return await self._ado(_op_append(*prepared), action="append", write=True)
 
     @staticmethod
@@ -914,7 +1036,19 @@ class PostgresStore(BaseStore):
     ) -> list[StoredMessage]:
         part = check_scope_session(session_id, scope)
         check_range(start, end)
-        return self._do(_op_read(part, session_id, start, end), action="read")
+        return self._do(_op_read(part, session_id, _whole(start, end)), action="read")
+
+    def read_ranges(
+        self,
+        session_id: str,
+        ranges: Sequence[tuple[int, int]],
+        *,
+        scope: Scope | None = None,
+    ) -> list[StoredMessage]:
+        """Messages whose seq lies in any ``(start, end)`` range, by seq: one round trip."""
+        part = check_scope_session(session_id, scope)
+        merged = merge_ranges(ranges)
+        return self._do(_op_read(part, session_id, merged), action="read")
 
     async def aread(
         self,
@@ -926,7 +1060,7 @@ class PostgresStore(BaseStore):
     ) -> list[StoredMessage]:
         part = check_scope_session(session_id, scope)
         check_range(start, end)
-        return await self._ado(_op_read(part, session_id, start, end), action="read")
+        return await self._ado(_op_read(part, session_id, _whole(start, end)), action="read")
 
     def read_index(
         self, session_id: str, *, start: int | None = None, scope: Scope | None = None

@@ -384,8 +384,7 @@ class _Tools:
             pages = found.meta.get("pages", 1)
             about = "about " if found.meta.get("pages_estimated") else ""
             return (
-                f'Page {page} of {about}{pages} of artifact_namespace "{namespace}":\n'
-                f"{found.value}"
+                f'Page {page} of {about}{pages} of artifact_namespace "{namespace}":\n{found.value}'
             )
         if args.page is not None:
             raise _ModelError("give either page or start_line/end_line, not both")
