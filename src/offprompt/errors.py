@@ -29,7 +29,8 @@ Tree::
     ├── ScriptExhaustedError     a scripted test model was called past its script
     ├── CLIError                 a command cannot be carried out (exit code 1)
     ├── UsageError               the command line itself is wrong (exit code 2)
-    └── DemoError                a step of ``offprompt demo`` did not produce what it should
+    ├── DemoError                a step of ``offprompt demo`` did not produce what it should
+    └── UpstreamError            ``offprompt mcp proxy``'s server cannot start or keep running
 
 Every public exception is defined here, once; the modules that raise one re-export it
 from here (``from offprompt.errors import ForgetError``), so one ``except`` catches it
@@ -71,6 +72,7 @@ __all__ = [
     "SummarizationError",
     "TokenizerError",
     "UnknownTypeError",
+    "UpstreamError",
     "UsageError",
     "ValidationError",
 ]
@@ -190,3 +192,7 @@ class OffloadError(OffpromptError):
 
 class DemoError(OffpromptError):
     """A step of the demo did not produce what it should (a bug, reported in one line)."""
+
+
+class UpstreamError(OffpromptError):
+    """The upstream MCP server could not be started, initialized, or kept running."""

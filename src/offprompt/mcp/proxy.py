@@ -45,7 +45,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.shared.message import SessionMessage
 
-from offprompt.errors import OffpromptError
+from offprompt.errors import OffpromptError, UpstreamError
 from offprompt.mcp._core import CoreBinding, Offloaded, open_task_memory
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
 from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, upstream_stdio
@@ -71,10 +71,6 @@ REFERENCES_META_KEY = "offprompt/references"
 
 # Once the upstream is gone, how long in-flight calls get to send their error.
 _DRAIN_SECONDS = 5.0
-
-
-class UpstreamError(OffpromptError):
-    """The upstream MCP server could not be started, initialized, or kept running."""
 
 
 @dataclass
