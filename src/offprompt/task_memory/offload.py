@@ -33,6 +33,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from offprompt.artifacts import ErrorArtifact, InfoArtifact, TextArtifact
 from offprompt.errors import OffloadError, ValidationError
+from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
     from offprompt.task_memory.task_memory import TaskMemory
@@ -142,7 +143,7 @@ class Offloaded:
     reference: StoredReference | None
 
 
-def bound_text(text: str, max_tokens: int, tokenizer: Any, hint: str = "") -> str:
+def bound_text(text: str, max_tokens: int, tokenizer: TokenCodec, hint: str = "") -> str:
     """``text`` cut to at most ``max_tokens`` tokens, the cut said in a last line.
 
     ``tokenizer`` has ``encode``, ``decode`` and ``count`` (a ``TiktokenTokenizer``).

@@ -18,6 +18,7 @@ from offprompt.errors import StorageError, ValidationError
 from offprompt.task_memory.blobs import BlobStore
 from offprompt.task_memory.chunking import Segment, chunks_from_segments, tokenize_segments
 from offprompt.task_memory.pipeline import consume_behind
+from offprompt.tokens import TiktokenTokenizer
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class TextArtifactStorage:
         *,
         chunk_tokens: int = 512,
         overlap_tokens: int = 64,
-        tokenizer: Any = None,
+        tokenizer: TiktokenTokenizer | None = None,
         batch_size: int = 512,
         raw_store: BlobStore | None = None,
         scope: Scope | None = None,

@@ -79,6 +79,7 @@ from offprompt.task_memory.storage import (
     TextArtifactStorage,
 )
 from offprompt.task_memory.text_view import GrepResult, TextView
+from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import QdrantVectorStore, validate_namespace
 
@@ -114,7 +115,8 @@ class TaskMemory:
         blob_store: Blob store; ``FileBlobStore(path / "blobs")`` or in memory.
         min_tokens: Outputs with fewer tokens pass through unchanged (unless
             ``sensitive``); 0 stores everything.
-        tokenizer: tiktoken-based tokenizer for chunking and counting.
+        tokenizer: A :class:`~offprompt.tokens.TiktokenTokenizer` (pages, chunks and BM25 are
+            cut on its tiktoken ``encoding``); offprompt's default when omitted.
         tenant: Scope of every namespace; two tenants never see each other's data.
         chunk_tokens: Tokens per chunk (default storages only).
         overlap_tokens: Overlap tokens used when embedding a chunk.
@@ -161,7 +163,7 @@ class TaskMemory:
         path: str | Path | None = None,
         blob_store: BlobStore | None = None,
         min_tokens: int = 0,
-        tokenizer: Any = None,
+        tokenizer: TiktokenTokenizer | None = None,
         tenant: str = "default",
         chunk_tokens: int = 512,
         overlap_tokens: int = 64,

@@ -31,6 +31,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from offprompt.errors import NamespaceError, OffpromptError, ValidationError
 from offprompt.task_memory.offload import ACTIVITY, DEFAULT_MAX_OUTPUT_TOKENS, bound_text
+from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
     from offprompt.summarizers import TextSummarizer
@@ -183,7 +184,7 @@ class MemoryToolSpec:
         handler: Handler,
         *,
         max_output_tokens: int,
-        tokenizer: Any,
+        tokenizer: TokenCodec,
         ahandler: AsyncHandler | None = None,
         hint: str = "",
     ) -> None:
@@ -489,7 +490,10 @@ def memory_tool_specs(
         top_n=top_n,
         summary_tokens=summary_tokens,
     )
-    common = {"max_output_tokens": max_output_tokens, "tokenizer": memories[0].tokenizer}
+    common: dict[str, Any] = {
+        "max_output_tokens": max_output_tokens,
+        "tokenizer": memories[0].tokenizer,
+    }
     return [
         MemoryToolSpec(
             "query_memory",
