@@ -108,6 +108,16 @@ class SessionVersion:
     epoch: int
 
 
+#: Scope field -> SQL column, for the SQL stores' selector (``forget``, listing) filters.
+SCOPE_COLUMNS = {
+    "tenant": "tenant",
+    "user": "user_id",
+    "agent": "agent",
+    "run": "run",
+    "session": "session_id",
+}
+
+
 def scope_key(scope: Scope | None) -> tuple[str, str, str, str]:
     """The partition key of ``scope``: ``(tenant, user, agent, run)``, ``""`` for unset."""
     return as_scope(scope).partition()

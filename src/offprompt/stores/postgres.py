@@ -91,6 +91,7 @@ from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
 from offprompt.stores._blobrefs import decode_cached, externalize, ref_keys
 from offprompt.stores.base import (
+    SCOPE_COLUMNS,
     BaseStore,
     ForgetCounts,
     IndexEntry,
@@ -184,13 +185,6 @@ _PART_COLS = (
 _PART_KEY = "tenant, user_id, agent, run"
 #: ``WHERE`` fragment of one exact partition; parameters come from ``Scope.partition()``.
 _P = "tenant = %s AND user_id = %s AND agent = %s AND run = %s"
-_COLUMNS = {
-    "tenant": "tenant",
-    "user": "user_id",
-    "agent": "agent",
-    "run": "run",
-    "session": "session_id",
-}
 
 #: Migration N takes the schema from version N-1 to N.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -257,7 +251,7 @@ def _selector(scope: Scope) -> tuple[str, list[str]]:
     fields = scope.fields()
     if not fields:
         return "TRUE", []
-    return " AND ".join(f"{_COLUMNS[f]} = %s" for f in fields), list(fields.values())
+    return " AND ".join(f"{SCOPE_COLUMNS[f]} = %s" for f in fields), list(fields.values())
 
 
 def _check_key(key: Any) -> str | None:

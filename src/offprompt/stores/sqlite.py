@@ -41,6 +41,7 @@ from offprompt.scope import Scope, as_scope
 from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores._bodies import pack_body, unpack_body
 from offprompt.stores.base import (
+    SCOPE_COLUMNS,
     BaseStore,
     ForgetCounts,
     IndexEntry,
@@ -119,16 +120,8 @@ _PART_COLS = (
 _PART_KEY = "tenant, user_id, agent, run"
 #: ``WHERE`` fragment of one exact partition; parameters come from ``Scope.partition()``.
 _P = "tenant = ? AND user_id = ? AND agent = ? AND run = ?"
-#: Scope field -> column, for selector (``forget``, listing) filters.
 #: The user indexes' condition; a query repeats it word for word so SQLite uses them.
 _SCOPED_USER = "user_id <> ''"
-_COLUMNS = {
-    "tenant": "tenant",
-    "user": "user_id",
-    "agent": "agent",
-    "run": "run",
-    "session": "session_id",
-}
 
 
 def _migrate_3(conn: sqlite3.Connection) -> None:
@@ -233,7 +226,7 @@ def _selector(scope: Scope) -> tuple[str, list[str]]:
     fields = scope.fields()
     if not fields:
         return "1 = 1", []
-    terms = [f"{_COLUMNS[f]} = ?" for f in fields]
+    terms = [f"{SCOPE_COLUMNS[f]} = ?" for f in fields]
     if fields.get("user"):
         terms.append(_SCOPED_USER)
     return " AND ".join(terms), list(fields.values())
