@@ -15,7 +15,13 @@ then 100,000 messages:
                    as ``PostgresStore`` does, inside the timing) sent with one bare
                    ``INSERT INTO t (seq, body) SELECT * FROM unnest(...)`` per batch into
                    a table with nothing but a primary key: no session counter, no scope
-                   columns, no second index, no retry key
+                   columns, no retry key
+* ``floor_pre``    the same statement with the bodies encoded before the clock starts:
+                   what the server and the driver alone cost for one row per message
+* ``floor_batch``  a layout with one row per batch (``seq``, then the batch's roles,
+                   token counts and bodies as arrays, the bodies lz4-compressed by the
+                   server), bodies encoded beforehand: the floor of storing a batch as
+                   one row instead of one row per message
 
 Appends are timed per batch (token counts are computed once beforehand, outside the
 timing: every case gets the messages ready to store). At each size we then time
@@ -56,7 +62,9 @@ LABELS = {
     "ours_pg": "offprompt PostgresStore",
     "ours_sqlite": "offprompt SQLiteStore",
     "lc_pg": "langchain-postgres PostgresChatMessageHistory",
-    "floor_pg": "floor: a bare INSERT ... unnest of the same bodies (appends only)",
+    "floor_pg": "floor A: a bare INSERT ... unnest of the same bodies (appends only)",
+    "floor_pre": "floor B: floor A with the bodies encoded beforehand (the server alone)",
+    "floor_batch": "floor C: one row per batch (arrays, lz4), bodies encoded beforehand",
 }
 
 
@@ -183,6 +191,52 @@ class FloorCase(Case):
         self.conn.close()
 
 
+class PreencodedFloorCase(FloorCase):
+    """:class:`FloorCase` with the bodies encoded before the clock starts."""
+
+    name = "floor_pre"
+
+    def __init__(self, dsn: str, messages: list[Any]) -> None:
+        import psycopg
+
+        from offprompt.stores._blobrefs import externalize
+
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        if type(self) is PreencodedFloorCase:
+            self.conn.execute("CREATE TABLE floor_pre (seq bigint PRIMARY KEY, body text)")
+        self.next = 0
+        self.bodies = {id(m): externalize(m)[0] for m in messages}
+
+    def append(self, batch: list[Any], tokens: list[int]) -> None:
+        bodies = [self.bodies[id(m)] for m in batch]
+        seqs = list(range(self.next, self.next + len(bodies)))
+        self.conn.execute(
+            "INSERT INTO floor_pre (seq, body) SELECT * FROM unnest(%b::bigint[], %b::text[])",
+            (seqs, bodies),
+        )
+        self.next += len(bodies)
+
+
+class BatchRowFloorCase(PreencodedFloorCase):
+    """One row per batch: the floor of a layout that does not store a row per message."""
+
+    name = "floor_batch"
+
+    def __init__(self, dsn: str, messages: list[Any]) -> None:
+        super().__init__(dsn, messages)
+        self.conn.execute(
+            "CREATE TABLE floor_batch (seq bigint PRIMARY KEY, roles text[], tokens bigint[],"
+            " bodies text[] COMPRESSION lz4)"
+        )
+
+    def append(self, batch: list[Any], tokens: list[int]) -> None:
+        self.conn.execute(
+            "INSERT INTO floor_batch VALUES (%s, %b::text[], %b::bigint[], %b::text[])",
+            (self.next, [m.role for m in batch], tokens, [self.bodies[id(m)] for m in batch]),
+        )
+        self.next += len(batch)
+
+
 def _messages(n: int) -> tuple[list[Any], list[Any], list[int]]:
     """Our messages, the same as LangChain messages, and cl100k token counts."""
     from _conversations import conversation
@@ -218,6 +272,8 @@ def run(sizes: list[int], reps: int) -> dict[str, Any]:
             OursCase("ours_sqlite", SQLiteStore(Path(tmp.name) / "bench.db"), tokenizer),
             LangChainCase(cluster.dsn),
             FloorCase(cluster.dsn),
+            PreencodedFloorCase(cluster.dsn, ours),
+            BatchRowFloorCase(cluster.dsn, ours),
         ]
         done = 0
         for size in sizes:
@@ -306,7 +362,10 @@ def report(results: dict[str, Any], sizes: list[int]) -> str:
     pg = results["view"]["ours_pg"]
     growth = pg[hi]["median"] / pg[lo]["median"]
     append_ratio = min(results["append"]["ours_pg"][n] / lc[n] for n in sizes)
-    floor_ratio = min(results["append"]["floor_pg"][n] / lc[n] for n in sizes)
+    floors = {
+        name: min(results["append"][name][n] / lc[n] for n in sizes)
+        for name in ("floor_pg", "floor_pre", "floor_batch")
+    }
     lines += [
         "",
         "Window returned at each size: "
@@ -320,7 +379,8 @@ def report(results: dict[str, Any], sizes: list[int]) -> str:
         f"at {hi:,} -> {'met' if pg[hi]['median'] < 5e-3 else 'MISSED'} (median).",
         f"- appends at least 5x PostgresChatMessageHistory, batches of {BATCH}: "
         f"{append_ratio:.1f}x (lowest over sizes) -> {'met' if append_ratio >= 5 else 'MISSED'}"
-        f" (this server's floor, a bare INSERT ... unnest: {floor_ratio:.1f}x).",
+        f" (this server's floors: A {floors['floor_pg']:.1f}x, B {floors['floor_pre']:.1f}x,"
+        f" C {floors['floor_batch']:.1f}x).",
         "",
     ]
     return "\n".join(lines)

@@ -86,21 +86,21 @@ def test_migrates_a_version_1_schema_forward(postgres_dsn: str) -> None:
     )
     acme = Scope(tenant="acme")
     with PostgresStore(postgres_dsn) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert [r.message for r in store.read("s", scope=acme)] == old
         assert store.append("s", msgs("new"), [1], scope=acme, idempotency_key="k") == [2]
         assert store.append("s", msgs("new"), [1], scope=acme, idempotency_key="k") == [2]
         assert store.count("s", scope=acme) == 3
     rows = sql(postgres_dsn, "SELECT version FROM offprompt_schema_version ORDER BY version")
-    assert rows == [(1,), (2,)]
+    assert rows == [(1,), (2,), (3,)]
     assert sql(postgres_dsn, "SELECT seq, batch FROM offprompt_messages ORDER BY seq") == [
         (0, None),
         (1, None),
         (2, "k"),
     ]
     with PostgresStore(postgres_dsn) as again:  # opening a current schema changes nothing
-        assert again.schema_version == 2
-    assert len(sql(postgres_dsn, "SELECT * FROM offprompt_schema_version")) == 2
+        assert again.schema_version == 3
+    assert len(sql(postgres_dsn, "SELECT * FROM offprompt_schema_version")) == 3
 
 
 def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_dsn: str) -> None:
@@ -110,7 +110,7 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_dsn: 
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert list(pool.map(lambda _: open_one(), range(4))) == [SCHEMA_VERSION] * 4
-    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_schema_version") == [(2,)]
+    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_schema_version") == [(3,)]
 
 
 def test_refuses_a_newer_schema_and_a_foreign_table_untouched(postgres_dsn: str) -> None:
@@ -367,8 +367,11 @@ async def test_one_statement_appends_keep_seqs_gapless_under_concurrent_writers(
 
 
 def test_a_window_and_an_append_are_one_statement_each(
-    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # One pooled connection: a pool of several may still be opening one in the
+    # background, and that one is checked (an extra statement) when first handed out.
+    store = PostgresStore(postgres_dsn, max_size=1)
     executed: list[str] = []
     real = psycopg.Cursor.execute
 
@@ -380,8 +383,7 @@ def test_a_window_and_an_append_are_one_statement_each(
     # A loaded machine may leave a connection idle past the 2 s check window between two
     # calls here; count only the window's and the append's own statements.
     monkeypatch.setattr(postgres_module, "CHECK_AFTER_IDLE_S", 3600.0)
-    for _ in range(4):  # every pooled connection used once (the pool hands out the LRU)
-        store.version("s")
+    store.version("s")
     assert executed[0] == ""  # a new connection: the pool checked it (an empty query)
     executed.clear()
     assert store.append("s", [Message.system("sys"), *msgs(*"abcdef")], [1] * 7) == list(range(7))
@@ -390,6 +392,7 @@ def test_a_window_and_an_append_are_one_statement_each(
     got = store.read_ranges("s", [(0, 1), (5, 7)])
     assert [r.message.text for r in got] == ["sys", "e", "f"]
     assert len(executed) == 1
+    store.close()
 
 
 def test_closed_store_raises_storage_error(store: PostgresStore) -> None:
@@ -446,6 +449,36 @@ def test_forget_deletes_vacuums_and_names_what_it_cannot_reach(
     assert [r.message.text for r in store.read("s2", scope=u2)] == ["u2 keeps this"]
 
 
+def test_forget_reaches_a_subjects_messages_in_every_tenant_through_the_counter_rows(
+    store: PostgresStore, postgres_dsn: str
+) -> None:
+    """The messages table has no user_id index (schema 3): a forget finds the messages
+    through the sessions' counter rows, in every tenant and session of the subject."""
+    for tenant in ("a", "b"):
+        for session in ("s", "t"):
+            store.append(
+                session,
+                msgs(f"{tenant}{session}", "x"),
+                [1, 1],
+                scope=Scope(tenant=tenant, user="u"),
+            )
+            store.append(session, msgs("other's"), [1], scope=Scope(tenant=tenant, user="v"))
+    store.append("emptied", msgs("gone"), [1], scope=Scope(tenant="a", user="u"))
+    store.delete_session("emptied", scope=Scope(tenant="a", user="u"))  # counter row stays
+    counts = store.forget_scope(Scope(user="u"))
+    assert (counts.messages, counts.sessions) == (8, 4)  # the emptied session held nothing
+    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_messages WHERE user_id = 'u'") == [
+        (0,)
+    ]
+    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_sessions WHERE user_id = 'u'") == [
+        (0,)
+    ]
+    for tenant in ("a", "b"):
+        for session in ("s", "t"):
+            kept = store.read(session, scope=Scope(tenant=tenant, user="v"))
+            assert [r.message.text for r in kept] == ["other's"]
+
+
 def test_blobs_are_stored_once_and_deleted_with_their_last_reference(
     store: PostgresStore,
 ) -> None:
@@ -479,7 +512,9 @@ def test_scopes_are_sql_partitions(store: PostgresStore, postgres_dsn: str) -> N
             postgres_dsn, "SELECT indexname FROM pg_indexes WHERE tablename LIKE 'offprompt_%%'"
         )
     }
-    assert {"offprompt_messages_user", "offprompt_state_user", "offprompt_sessions_user"} <= indexes
+    assert {"offprompt_state_user", "offprompt_sessions_user"} <= indexes
+    # messages are reached through their counter row: one index per message row
+    assert {i for i in indexes if i.startswith("offprompt_messages")} == {"offprompt_messages_pkey"}
 
 
 def test_connections_ask_the_server_to_end_abandoned_transactions(store: PostgresStore) -> None:

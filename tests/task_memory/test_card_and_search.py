@@ -395,6 +395,7 @@ def test_read_cuts_pages_only_up_to_the_page_asked_and_they_join_back() -> None:
         view = TextView(text.encode())
         some, complete = view.page_bounds_until(encoding, memory.page_tokens, 1)
         assert not complete and len(some) - 1 > 1
+        assert some[-1] <= 1 << 16  # page 1 tokenised the first 64 KiB segment only
         more, complete = view.page_bounds_until(encoding, memory.page_tokens, len(some))
         assert not complete and len(more) > len(some)
         whole = TextView(text.encode()).page_bounds(encoding, memory.page_tokens)

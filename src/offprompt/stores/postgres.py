@@ -25,7 +25,11 @@ Schema (version in ``offprompt_schema_version``, one row per applied migration; 
 schemas are migrated forward on open, under an advisory lock so that several processes
 opening one database at once migrate it once). Every table starts with the scope
 partition ``tenant, user_id, agent, run`` (``''`` for unset) and every query filters on
-it in SQL; ``user_id`` has its own index for a subject's ``forget``::
+it in SQL. ``user_id`` has its own index on the counter, state and key tables for a
+subject's ``forget``; messages are reached from their session's counter row (every
+message row has one: it is written in the append that writes the message), so the
+messages table carries a single index, its primary key (schema 3 dropped its
+``user_id`` index: a second index per message row was a quarter of an append)::
 
     offprompt_sessions   <partition>, session_id, next_seq, epoch, message_count, last_activity
     offprompt_messages   <partition>, session_id, seq, role, tokens, appended_at, body, batch
@@ -115,7 +119,7 @@ __all__ = [
     "redact_dsn",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1
@@ -219,6 +223,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         f" committed_at double precision NOT NULL, PRIMARY KEY ({_PART_KEY}, session_id, key))",
         "CREATE INDEX offprompt_batches_user ON offprompt_batches (user_id)",
     ),
+    3: (
+        # v3: messages are found through their session's counter row (see _op_forget),
+        # so an append updates one index per message instead of two.
+        "DROP INDEX IF EXISTS offprompt_messages_user",
+    ),
 }
 
 _T = TypeVar("_T")
@@ -246,12 +255,16 @@ class _Replay(Exception):
         self.seqs = seqs
 
 
-def _selector(scope: Scope) -> tuple[str, list[str]]:
-    """``WHERE`` fragment and parameters of every partition ``scope`` selects."""
+def _selector(scope: Scope, *, table: str | None = None) -> tuple[str, list[str]]:
+    """``WHERE`` fragment and parameters of every partition ``scope`` selects.
+
+    ``table`` qualifies the columns (``s.user_id``) in a statement joining two tables.
+    """
     fields = scope.fields()
     if not fields:
         return "TRUE", []
-    return " AND ".join(f"{SCOPE_COLUMNS[f]} = %s" for f in fields), list(fields.values())
+    prefix = f"{table}." if table else ""
+    return " AND ".join(f"{prefix}{SCOPE_COLUMNS[f]} = %s" for f in fields), list(fields.values())
 
 
 def _check_key(key: Any) -> str | None:
@@ -608,13 +621,25 @@ def _op_delete_range(
 
 def _op_forget(selected: Scope) -> _Op[ForgetCounts]:
     where, params = _selector(selected)
+    in_sessions, _ = _selector(selected, table="s")
+    # Every message row has its session's counter row (the append that writes the one
+    # writes the other, and only a forget removes a counter row, after its messages),
+    # so a scope's messages are reached through the counter rows: the sessions table
+    # has a user_id index, the messages table only its primary key.
+    of_session = " AND ".join(f"m.{c} = s.{c}" for c in (*_PART_KEY.split(", "), "session_id"))
     rows = yield _Q(
-        f"SELECT count(*) FROM (SELECT {_PART_KEY}, session_id FROM offprompt_messages"
-        f" WHERE {where} UNION SELECT {_PART_KEY}, session_id FROM offprompt_state"
+        f"SELECT count(*) FROM (SELECT {_PART_KEY}, session_id FROM offprompt_sessions s"
+        f" WHERE {in_sessions} AND EXISTS (SELECT 1 FROM offprompt_messages m"
+        f" WHERE {of_session}) UNION SELECT {_PART_KEY}, session_id FROM offprompt_state"
         f" WHERE {where}) AS touched",
         (*params, *params),
     )
-    messages = yield _Q(f"DELETE FROM offprompt_messages WHERE {where}", params, "rowcount")
+    messages = yield _Q(
+        f"DELETE FROM offprompt_messages m USING offprompt_sessions s"
+        f" WHERE {in_sessions} AND {of_session}",
+        params,
+        "rowcount",
+    )
     state = yield _Q(f"DELETE FROM offprompt_state WHERE {where}", params, "rowcount")
     blobs = yield from _op_drop_refs(where, params)
     if selected.session is None:

@@ -33,6 +33,10 @@ GREP_LINE_CHARS = 400
 MAX_CONTEXT = 20
 MAX_MATCHES = 10_000
 _SEGMENT = 1 << 20
+#: The first segment a page cut tokenises: segments grow from this size to
+#: ``_SEGMENT`` (each as long as the text before it), so page 1 of a huge output
+#: tokenises 64 KiB, not 1 MiB, while later pages keep tiktoken's calls large.
+_FIRST_SEGMENT = 1 << 16
 
 
 class GrepMatch(BaseModel):
@@ -317,8 +321,10 @@ class TextView:
         Each page is counted again on its own (tokenising a piece can differ from the
         tokens it had inside the whole), so a page never exceeds ``page_tokens`` - except
         a single character that alone takes more tokens. Pages are cut at character
-        boundaries and never span the 1 MiB segments the text is tokenised in; joined
+        boundaries and never span the segments the text is tokenised in; joined
         back they give the text byte for byte. Cached per encoding and page size.
+        (The segments start at 64 KiB and grow to 1 MiB, so the bounds depend only on
+        the text, not on which page was asked for first.)
         """
         return self.page_bounds_until(encoding, page_tokens, None)[0]
 
@@ -343,9 +349,10 @@ class TextView:
         lengths = _token_byte_lengths(encoding)
         data = self.data
         while offset < len(data) and (page is None or len(bounds) - 1 < page):
-            end = min(len(data), offset + _SEGMENT)
+            size = min(_SEGMENT, max(_FIRST_SEGMENT, offset))
+            end = min(len(data), offset + size)
             if end < len(data):
-                newline = data.rfind(b"\n", offset + _SEGMENT // 2, end)
+                newline = data.rfind(b"\n", offset + size // 2, end)
                 end = newline + 1 if newline != -1 else end
                 while end > offset and end < len(data) and (data[end] & 0xC0) == 0x80:
                     end -= 1
