@@ -33,6 +33,7 @@ import argparse
 import gc
 import json
 import random
+import re
 import shutil
 import statistics
 import tempfile
@@ -303,7 +304,10 @@ def _page_through(read: MemoryToolSpec, namespace: str, target: str) -> tuple[in
     while page <= pages:
         text = read.run(artifact_namespace=namespace, page=page)
         header, body = text.split("\n", 1)
-        pages = int(header.split(" of ")[1])
+        # "Page 3 of about 8084 of ...": an estimate until the last pages are cut
+        found = re.match(r"Page \d+ of (?:about )?(\d+) of ", header)
+        assert found, header
+        pages = int(found.group(1))
         total += len(text)
         if not at_target and target in carry + body:
             at_target = total

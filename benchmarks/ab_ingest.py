@@ -16,7 +16,7 @@ median of the per-round ratios. Nothing is written to a results file: the comman
 its output go into the notes that cite them.
 
     git worktree add /tmp/baseline 907ac92      # the tree to compare with
-    python benchmarks/bench_ingest_ab.py /tmp/baseline/src --sizes 1 10 50
+    python benchmarks/ab_ingest.py /tmp/baseline/src --sizes 1 10 50
 """
 
 from __future__ import annotations
