@@ -37,6 +37,7 @@ window; what a LangChain app reads to make one is ``get_messages()`` (then
 
 from __future__ import annotations
 
+import abc
 import argparse
 import os
 import platform
@@ -86,19 +87,19 @@ def _timed_reps(fn: Callable[[], Any], reps: int, budget_s: float) -> list[float
     return times
 
 
-class Case:
+class Case(abc.ABC):
     """One backend: appends a batch, and measures what a prompt needs at a size."""
 
     name: str
 
-    def append(self, batch: list[Any], tokens: list[int]) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def append(self, batch: list[Any], tokens: list[int]) -> None: ...
 
-    def read_view(self, reps: int) -> dict[str, Any]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def read_view(self, reps: int) -> dict[str, Any]: ...
 
-    def close(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def close(self) -> None: ...
 
 
 class OursCase(Case):
@@ -195,6 +196,7 @@ class PreencodedFloorCase(FloorCase):
     """:class:`FloorCase` with the bodies encoded before the clock starts."""
 
     name = "floor_pre"
+    table = "CREATE TABLE floor_pre (seq bigint PRIMARY KEY, body text)"
 
     def __init__(self, dsn: str, messages: list[Any]) -> None:
         import psycopg
@@ -202,8 +204,7 @@ class PreencodedFloorCase(FloorCase):
         from offprompt.stores._blobrefs import externalize
 
         self.conn = psycopg.connect(dsn, autocommit=True)
-        if type(self) is PreencodedFloorCase:
-            self.conn.execute("CREATE TABLE floor_pre (seq bigint PRIMARY KEY, body text)")
+        self.conn.execute(self.table)
         self.next = 0
         self.bodies = {id(m): externalize(m)[0] for m in messages}
 
@@ -221,13 +222,10 @@ class BatchRowFloorCase(PreencodedFloorCase):
     """One row per batch: the floor of a layout that does not store a row per message."""
 
     name = "floor_batch"
-
-    def __init__(self, dsn: str, messages: list[Any]) -> None:
-        super().__init__(dsn, messages)
-        self.conn.execute(
-            "CREATE TABLE floor_batch (seq bigint PRIMARY KEY, roles text[], tokens bigint[],"
-            " bodies text[] COMPRESSION lz4)"
-        )
+    table = (
+        "CREATE TABLE floor_batch (seq bigint PRIMARY KEY, roles text[], tokens bigint[],"
+        " bodies text[] COMPRESSION lz4)"
+    )
 
     def append(self, batch: list[Any], tokens: list[int]) -> None:
         self.conn.execute(

@@ -16,6 +16,7 @@ the writers are subprocesses and use TCP through their namespace.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -223,26 +224,36 @@ def _blocked_in_transaction(server: Server, host: Host) -> bool:
     return row is not None and row[0] > 0
 
 
-def test_writer_killed_mid_transaction(server: Server, writers: Writers) -> None:
-    hosts = list(server.net.hosts[:2])  # the victim and one writer queued behind it
-    victim, others = hosts[0], hosts[1:]
+@contextlib.contextmanager
+def _parked_in_transaction(
+    server: Server, writers: Writers, host: Host, others: list[Host], what: str
+) -> Iterator[None]:
+    """Start ``host``'s writer and, after its first batches, park it inside an open
+    transaction that has already written (a held lock blocks its message insert), with
+    ``others`` started and queued behind it. The caller acts on it (kill, cut) inside
+    the block; the lock is released when the block ends."""
     writers.options["pause"] = 0.01
-    writers.start(victim)
-    writers.wait_until(lambda: len(writers.acked(victim)) >= 5, "the victim's first batches")
-    # Hold a lock that blocks the victim's message insert: it then sits inside an open
-    # transaction that has already written (backend_xid set) when it is killed, while
-    # the other hosts queue behind it.
+    writers.start(host)
+    writers.wait_until(lambda: len(writers.acked(host)) >= 5, f"{what}'s first batches")
     with server.local() as blocker:
         blocker.autocommit = False
         blocker.execute(f"LOCK TABLE {MESSAGES_TABLE} IN SHARE MODE")
         writers.wait_until(
-            lambda: _blocked_in_transaction(server, victim), "the victim inside its transaction"
+            lambda: _blocked_in_transaction(server, host), f"{what} inside its transaction"
         )
-        for host in others:
-            writers.start(host)
+        for other in others:
+            writers.start(other)
+        yield
+        blocker.rollback()
+
+
+def test_writer_killed_mid_transaction(server: Server, writers: Writers) -> None:
+    hosts = list(server.net.hosts[:2])  # the victim and one writer queued behind it
+    victim, others = hosts[0], hosts[1:]
+    # killed inside an open transaction that has already written
+    with _parked_in_transaction(server, writers, victim, others, "the victim"):
         writers.procs[victim.index].kill()
         writers.procs[victim.index].wait()
-        blocker.rollback()
     assert len(writers.acked(victim)) < BATCHES
     writers.start(victim)  # the same writer again: it resumes from its log, same keys
     writers.finish_all()
@@ -270,21 +281,9 @@ def test_killed_after_commit_retries_with_same_key(server: Server, writers: Writ
 def test_link_cut_mid_write(server: Server, writers: Writers) -> None:
     hosts = list(server.net.hosts[:2])  # the cut host and one that keeps writing
     cut, others = hosts[1], hosts[:1]
-    writers.options["pause"] = 0.01
-    writers.start(cut)
-    writers.wait_until(lambda: len(writers.acked(cut)) >= 5, "the cut host's first batches")
-    with server.local() as blocker:
-        # Park the cut host's writer inside a transaction (its request sent, no answer
-        # yet), start the others behind it, then take its link down mid-transaction.
-        blocker.autocommit = False
-        blocker.execute(f"LOCK TABLE {MESSAGES_TABLE} IN SHARE MODE")
-        writers.wait_until(
-            lambda: _blocked_in_transaction(server, cut), "the cut host inside its transaction"
-        )
-        for host in others:
-            writers.start(host)
+    # the link goes down while the request is sent and no answer has come back
+    with _parked_in_transaction(server, writers, cut, others, "the cut host"):
         cut.cut()
-        blocker.rollback()
     try:
         cut_at = len(writers.acked(cut))
         # The others go on while the host is cut off: the server ends the cut host's

@@ -313,15 +313,26 @@ def _describe(params: dict[str, Any]) -> str:
     return f"{host}:{port}/{dbname}"
 
 
-# The arrays go in binary (%b): psycopg dumps a text-format array by escaping every
-# element with a regex, which made that dump most of an append's time (bodies are long).
-_INSERT_MESSAGES = (
-    f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
-    " appended_at, body, batch)"
-    " SELECT %s, %s, %s, %s, %s, %s + t.i - 1, t.role, t.tokens, %s, t.body, %s"
-    " FROM unnest(%b::text[], %b::bigint[], %b::text[])"
-    " WITH ORDINALITY AS t(role, tokens, body, i)"
-)
+def _insert_messages(first: str, batch: str, source: str = "") -> str:
+    """The ``INSERT`` of a batch's messages, numbered from ``first`` (SQL), with ``batch``
+    (SQL) as their idempotency key; ``source`` adds a relation to ``FROM`` (the CTE the
+    numbering comes from).
+
+    The arrays go in binary (``%b``): psycopg dumps a text-format array by escaping every
+    element with a regex, which made that dump most of an append's time (bodies are long).
+    """
+    return (
+        f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
+        " appended_at, body, batch)"
+        f" SELECT %s, %s, %s, %s, %s, {first} + t.i - 1, t.role, t.tokens, %s, t.body, {batch}"
+        f" FROM {source}unnest(%b::text[], %b::bigint[], %b::text[])"
+        " WITH ORDINALITY AS t(role, tokens, body, i)"
+    )
+
+
+_INSERT_MESSAGES = _insert_messages("%s", "%s")
+#: The counter upsert: locks the session's row and reserves ``n`` seqs, returning the
+#: first of them.
 _BUMP = (
     "INSERT INTO offprompt_sessions AS s"
     f" ({_PART_KEY}, session_id, next_seq, epoch, message_count, last_activity)"
@@ -330,7 +341,7 @@ _BUMP = (
     " next_seq = s.next_seq + EXCLUDED.next_seq,"
     " message_count = s.message_count + EXCLUDED.message_count,"
     " last_activity = EXCLUDED.last_activity"
-    " RETURNING s.next_seq - %s"
+    " RETURNING s.next_seq - %s AS first"
 )
 
 
@@ -339,16 +350,22 @@ _BUMP = (
 #: counter row first, exactly as in :func:`_op_append`, and the insert takes its seqs
 #: from the upsert's RETURNING, so the guarantees are the same: gapless, batch whole.
 _APPEND_ONE = (
-    "WITH bump AS ("
-    + _BUMP.replace("RETURNING s.next_seq - %s", "RETURNING s.next_seq - %s AS first")
-    + "), ins AS ("
-    f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
-    " appended_at, body, batch)"
-    " SELECT %s, %s, %s, %s, %s, bump.first + t.i - 1, t.role, t.tokens, %s, t.body, NULL"
-    " FROM bump, unnest(%b::text[], %b::bigint[], %b::text[])"
-    " WITH ORDINALITY AS t(role, tokens, body, i)"
-    ") SELECT first FROM bump"
+    f"WITH bump AS ({_BUMP}), ins AS ({_insert_messages('bump.first', 'NULL', 'bump, ')})"
+    " SELECT first FROM bump"
 )
+
+
+def _bump_params(
+    part: tuple[str, str, str, str], session_id: str, n: int, now: float
+) -> tuple[Any, ...]:
+    return (*part, session_id, n, n, now, n)
+
+
+def _message_arrays(
+    items: list[Message], counts: list[int], encoded: list[tuple[str, dict[str, bytes]]]
+) -> tuple[list[str], list[int], list[str]]:
+    """The roles, token counts and bodies the insert unnests."""
+    return [m.role for m in items], counts, [body for body, _ in encoded]
 
 
 def _op_append_one(
@@ -363,13 +380,11 @@ def _op_append_one(
     rows = yield _Q(
         _APPEND_ONE,
         (
-            *(*part, session_id, n, n, now, n),
+            *_bump_params(part, session_id, n, now),
             *part,
             session_id,
             now,
-            [m.role for m in items],
-            counts,
-            [body for body, _ in encoded],
+            *_message_arrays(items, counts, encoded),
         ),
     )
     first = int(rows[0][0])
@@ -386,7 +401,7 @@ def _op_append(
 ) -> _Op[list[int]]:
     n = len(items)
     now = time.time()
-    rows = yield _Q(_BUMP, (*part, session_id, n, n, now, n))
+    rows = yield _Q(_BUMP, _bump_params(part, session_id, n, now))
     first = int(rows[0][0])
     if key is not None:
         found = yield _Q(
@@ -410,9 +425,7 @@ def _op_append(
             first,
             now,
             key,
-            [m.role for m in items],
-            counts,
-            [body for body, _ in encoded],
+            *_message_arrays(items, counts, encoded),
         ),
         "rowcount",
     )
