@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from offprompt.errors import ForgetError, StorageError
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore, check_selector
+from offprompt.trace import TraceEvent, Tracer, emit_safely
 
 __all__ = ["ForgetError", "ForgetReport", "Forgettable", "StoreForgetResult", "aforget", "forget"]
 
@@ -114,6 +115,7 @@ def forget(
     participants: Iterable[Forgettable] = (),
     all: bool = False,
     purge: bool = False,
+    tracer: Tracer | None = None,
 ) -> ForgetReport:
     """Delete everything stored for ``scope`` in every store given; report per store.
 
@@ -129,6 +131,9 @@ def forget(
             leave its files (WAL and payload storage): a copy of the whole collection,
             so off by default. Without it (or where the engine cannot be purged) the
             result's ``residue`` names the layer that may keep deleted bytes.
+        tracer: Receives one ``forget`` trace event (the scope, how many items were
+            deleted, whether every participant finished), e.g. an
+            :class:`~offprompt.trace.OpenTelemetryTracer` for a ``delete_memory`` span.
 
     Returns:
         The per-participant report.
@@ -183,6 +188,15 @@ def forget(
             result.error = f"{type(exc).__name__}: {exc}"
         result.residue = residues.pop(name, [])
         report.results.append(result)
+    emit_safely(
+        tracer,
+        TraceEvent(
+            "forget",
+            session_id=selected.session,
+            scope=selected.fields(),
+            detail={"memory": "all", "deleted": report.total, "complete": report.complete},
+        ),
+    )
     if not report.complete:
         failed = [r.name for r in report.results if r.error is not None]
         raise ForgetError(
@@ -214,6 +228,7 @@ async def aforget(
     participants: Iterable[Forgettable] = (),
     all: bool = False,
     purge: bool = False,
+    tracer: Tracer | None = None,
 ) -> ForgetReport:
     """Async twin of :func:`forget` (runs in a worker thread)."""
     import asyncio
@@ -227,4 +242,5 @@ async def aforget(
         participants=list(participants),
         all=all,
         purge=purge,
+        tracer=tracer,
     )

@@ -8,8 +8,8 @@ Memories emit :class:`TraceEvent` s to a :class:`Tracer`:
   callbacks or LlamaIndex instrumentation through it).
 * :class:`StoreTracer` - keeps the newest events of a session in the store's state
   (``offprompt.trace``), so ``offprompt show SESSION --trace`` can render them.
-* :class:`OpenTelemetryTracer` - one span per event when ``opentelemetry-api`` is
-  installed (``pip install offprompt[otel]``).
+* :class:`OpenTelemetryTracer` - one OpenTelemetry GenAI ``gen_ai.memory.client`` span
+  per event when ``opentelemetry-api`` is installed (``pip install offprompt[otel]``).
 * :class:`MultiTracer` - several of the above.
 
 A tracer must never break the memory: exceptions raised by a tracer are logged and
@@ -18,6 +18,7 @@ swallowed by :func:`emit_safely`.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from offprompt.stores.base import ConversationStore
 
 __all__ = [
+    "GENAI_OPERATIONS",
     "TRACE_KINDS",
     "TRACE_STATE_KEY",
     "CallbackTracer",
@@ -43,12 +45,15 @@ __all__ = [
     "TraceEvent",
     "Tracer",
     "emit_safely",
+    "genai_memory_attributes",
     "read_trace",
 ]
 
 logger = logging.getLogger("offprompt.trace")
 
-TraceKind = Literal["write", "evict", "summary", "offload", "query", "window", "longterm_read"]
+TraceKind = Literal[
+    "write", "evict", "summary", "offload", "query", "window", "longterm_read", "delete", "forget"
+]
 TRACE_KINDS: tuple[str, ...] = (
     "write",
     "evict",
@@ -57,6 +62,8 @@ TRACE_KINDS: tuple[str, ...] = (
     "query",
     "window",
     "longterm_read",
+    "delete",
+    "forget",
 )
 #: State key under which :class:`StoreTracer` keeps a session's recent events.
 TRACE_STATE_KEY = "offprompt.trace"
@@ -67,8 +74,9 @@ class TraceEvent:
     """One step of context assembly.
 
     Attributes:
-        kind: ``write``, ``evict``, ``summary``, ``offload``, ``query``, ``window`` or
-            ``longterm_read``.
+        kind: ``write``, ``evict``, ``summary``, ``offload``, ``query``, ``window``,
+            ``longterm_read``, ``delete`` (a namespace or a session removed on request)
+            or ``forget`` (:func:`offprompt.forget.forget`).
         session_id: The session, when there is one.
         scope: The set fields of the :class:`~offprompt.scope.Scope`.
         tokens: Token cost of what the step produced (written, kept, returned).
@@ -263,38 +271,166 @@ def read_trace(
     return [TraceEvent.from_dict(item) for item in raw if isinstance(item, Mapping)]
 
 
-class OpenTelemetryTracer:
-    """One OpenTelemetry span per event (``offprompt.<kind>``), attributes flattened.
+#: The GenAI memory operation each trace kind is (``gen_ai.operation.name``).
+GENAI_OPERATIONS: dict[str, str] = {
+    "write": "create_memory",
+    "offload": "create_memory",
+    "summary": "update_memory",
+    "query": "search_memory",
+    "longterm_read": "search_memory",
+    "window": "search_memory",
+    "evict": "delete_memory",
+    "delete": "delete_memory",
+    "forget": "delete_memory",
+}
+# Detail values that name or size things (never content): exported as offprompt.* attributes.
+_SAFE_DETAIL = frozenset(
+    {
+        "namespace",
+        "tool",
+        "activity",
+        "stage",
+        "mode",
+        "memory",
+        "top_n",
+        "k",
+        "pool",
+        "candidates",
+        "returned",
+        "runs",
+        "next_seq",
+        "chars",
+        "status",
+        "complete",
+        "deleted",
+    }
+)
 
-    Needs ``opentelemetry-api`` (``pip install offprompt[otel]``); spans go wherever the
-    application's tracer provider sends them.
+
+def _tier(event: TraceEvent) -> str:
+    """Which memory an event came from: ``conversation``, ``task_memory`` or ``longterm``."""
+    memory = event.detail.get("memory")
+    if memory == "longterm" or event.kind == "longterm_read":
+        return "longterm"
+    if memory in ("task", "task_memory") or event.kind in ("offload", "query"):
+        return "task_memory"
+    if event.kind == "evict" and any("namespace" in d for d in event.dropped):
+        return "task_memory"  # TaskMemory.prune
+    return "conversation"
+
+
+def genai_memory_attributes(event: TraceEvent, *, capture_content: bool = False) -> dict[str, Any]:
+    """The ``gen_ai.memory.client`` span attributes of ``event`` (OpenTelemetry GenAI
+    semantic conventions, memory operations; development status).
+
+    ``gen_ai.memory.query.text`` and ``gen_ai.memory.records`` (ids, scores and token
+    counts of what was read or written, never its text) only with ``capture_content``.
+
+    Example:
+        >>> event = TraceEvent("query", detail={"namespace": "logs", "query": "disk full"},
+        ...                    included=[{"id": 3}])
+        >>> attrs = genai_memory_attributes(event)
+        >>> attrs["gen_ai.operation.name"], attrs["gen_ai.memory.record.count"]
+        ('search_memory', 1)
+        >>> "gen_ai.memory.query.text" in attrs
+        False
+    """
+
+    tier = _tier(event)
+    attributes: dict[str, Any] = {"gen_ai.operation.name": GENAI_OPERATIONS[event.kind]}
+    namespace = event.detail.get("namespace")
+    if tier == "longterm":
+        attributes["gen_ai.memory.store.id"] = f"longterm:{namespace or 'longterm'}"
+    else:
+        attributes["gen_ai.memory.store.id"] = tier
+    if tier == "task_memory" and isinstance(namespace, str) and event.kind != "forget":
+        attributes["gen_ai.memory.record.id"] = namespace  # one stored output is one record
+    if event.session_id is not None:
+        attributes["gen_ai.conversation.id"] = event.session_id
+    if event.kind == "forget":
+        count = int(event.detail.get("deleted", 0) or 0)
+    elif event.kind in ("evict", "delete"):
+        count = sum(int(d.get("messages", 1)) for d in event.dropped)
+    elif event.kind == "offload" and event.detail.get("stage") != "index":
+        count = 1
+    else:
+        count = len(event.included)
+    attributes["gen_ai.memory.record.count"] = count
+    if event.detail.get("stage") == "index":
+        attributes["gen_ai.operation.name"] = "update_memory"  # indexing a stored output
+        attributes["error.type"] = "index_failed"
+    attributes["offprompt.kind"] = event.kind
+    attributes["offprompt.tokens"] = event.tokens
+    if event.dropped:
+        attributes["offprompt.dropped"] = len(event.dropped)
+    for key, value in event.scope.items():
+        attributes[f"offprompt.scope.{key}"] = value
+    for key, value in event.detail.items():
+        if key in _SAFE_DETAIL and isinstance(value, (str, int, float, bool)):
+            attributes[f"offprompt.{key}"] = value
+    if capture_content:
+        query = event.detail.get("query")
+        if isinstance(query, str):
+            attributes["gen_ai.memory.query.text"] = query
+        records = event.included or event.dropped
+        if records:
+            attributes["gen_ai.memory.records"] = json.dumps(records, default=str)
+    return attributes
+
+
+class OpenTelemetryTracer:
+    """Trace events as OpenTelemetry GenAI ``gen_ai.memory.client`` spans.
+
+    Each event becomes one span named by its operation (``search_memory``,
+    ``create_memory``, ``update_memory``, ``delete_memory``; see
+    :data:`GENAI_OPERATIONS`) with the conventions' attributes
+    (``gen_ai.memory.store.id``, ``gen_ai.memory.record.id``,
+    ``gen_ai.memory.record.count``, ``gen_ai.conversation.id``) plus ``offprompt.*``
+    ones (kind, tokens, scope, and detail values that name or count, never content).
+    The query text and the records read or written are exported only when
+    ``capture_content=True``, as the conventions require of opt-in attributes. Spans
+    are of kind ``CLIENT``; an event is emitted when its operation has finished, so a
+    span marks the operation's end, not its duration.
+
+    Needs ``opentelemetry-api`` only (``pip install offprompt[otel]``); spans go to
+    ``tracer_provider`` or, when omitted, to the application's global provider.
+
+    Args:
+        name: The instrumentation scope's name.
+        tracer_provider: An OpenTelemetry ``TracerProvider``.
+        capture_content: Also export ``gen_ai.memory.query.text`` and
+            ``gen_ai.memory.records``.
 
     Raises:
         OffpromptError: ``opentelemetry-api`` is not installed.
     """
 
-    def __init__(self, name: str = "offprompt") -> None:
+    def __init__(
+        self, name: str = "offprompt", *, tracer_provider: Any = None, capture_content: bool = False
+    ) -> None:
         try:
             from opentelemetry import trace as otel_trace  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             raise OffpromptError(
                 "OpenTelemetryTracer needs opentelemetry-api: pip install 'offprompt[otel]'"
             ) from None
-        self._tracer = otel_trace.get_tracer(name)
+        from offprompt import __version__
+
+        self._kind = otel_trace.SpanKind.CLIENT
+        self._tracer = otel_trace.get_tracer(name, __version__, tracer_provider=tracer_provider)
+        self.capture_content = capture_content
 
     def emit(self, event: TraceEvent) -> None:
-        attributes: dict[str, Any] = {
-            "offprompt.kind": event.kind,
-            "offprompt.tokens": event.tokens,
-            "offprompt.included": len(event.included),
-            "offprompt.dropped": len(event.dropped),
-        }
-        if event.session_id is not None:
-            attributes["offprompt.session_id"] = event.session_id
-        for key, value in event.scope.items():
-            attributes[f"offprompt.scope.{key}"] = value
-        for key, value in event.detail.items():
-            if isinstance(value, (str, int, float, bool)):
-                attributes[f"offprompt.{key}"] = value
-        with self._tracer.start_as_current_span(f"offprompt.{event.kind}", attributes=attributes):
-            pass
+        attributes = genai_memory_attributes(event, capture_content=self.capture_content)
+        start = int(event.at * 1_000_000_000)
+        span = self._tracer.start_span(
+            attributes["gen_ai.operation.name"],
+            kind=self._kind,
+            attributes=attributes,
+            start_time=start,
+        )
+        if "error.type" in attributes:
+            from opentelemetry.trace import Status, StatusCode  # type: ignore[import-not-found,unused-ignore]
+
+            span.set_status(Status(StatusCode.ERROR, "indexing the stored output failed"))
+        span.end()

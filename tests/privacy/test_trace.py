@@ -4,6 +4,7 @@ queried and windowed, with what was dropped and why."""
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,11 +125,8 @@ def test_events_validate_and_round_trip() -> None:
         InMemoryTracer(maxlen=0)
 
 
-def test_opentelemetry_tracer_needs_the_extra() -> None:
-    try:
-        import opentelemetry  # noqa: F401
-    except ImportError:
-        with pytest.raises(OffpromptError, match="opentelemetry-api"):
-            OpenTelemetryTracer()
-    else:  # installed: a span per event must not raise
-        OpenTelemetryTracer().emit(TraceEvent("write", tokens=3))
+def test_opentelemetry_tracer_needs_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if opentelemetry-api were not installed: importing it fails.
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    with pytest.raises(OffpromptError, match=r"pip install 'offprompt\[otel\]'"):
+        OpenTelemetryTracer()

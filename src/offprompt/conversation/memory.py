@@ -409,8 +409,13 @@ class ConversationMemory:
     def clear(self) -> None:
         """Delete the session's messages and state from the store."""
         with self._lock:
-            self.store.delete_session(self.session_id)
+            deleted = self.store.delete_session(self.session_id)
             self._reset_cache()
+        self._emit(
+            "delete",
+            dropped=[{"session_id": self.session_id, "messages": deleted, "reason": "clear"}],
+            detail={"memory": "conversation"},
+        )
 
     def replace(self, messages: Iterable[Message]) -> None:
         """Clear, then store ``messages`` (validated first: bad input deletes nothing)."""

@@ -1356,6 +1356,15 @@ class TaskMemory:
                 return False
             self.vector_store.delete_metadata(namespace, _META_KEY)
         self._discard_deleted(namespace, meta)
+        emit_safely(
+            self.tracer,
+            TraceEvent(
+                "delete",
+                scope=self._scope_fields(),
+                dropped=[{"namespace": namespace, "reason": "delete"}],
+                detail={"namespace": namespace, "memory": "task"},
+            ),
+        )
         return True
 
     def _discard_deleted(self, namespace: str, meta: Mapping[str, Any]) -> None:
