@@ -54,7 +54,12 @@ import base64
 import binascii
 import copy
 import json
+import os
+import sqlite3
+import tempfile
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from offprompt._validation import ensure_json
@@ -65,13 +70,18 @@ from offprompt.messages import Message, ToolCall
 
 __all__ = [
     "IMAGE_URL_META",
+    "MESSAGES_TABLE",
     "RESERVED",
+    "SESSIONS_TABLE",
+    "is_sqlite_file",
     "item_json",
     "message_from_item",
     "message_to_items",
     "messages_from_items",
     "messages_to_items",
     "native_item",
+    "read_sqlite_sessions",
+    "write_sqlite_sessions",
 ]
 
 #: Reserved key in ``Message.meta`` and artifact ``meta`` holding SDK-only details.
@@ -430,3 +440,206 @@ def _begin(report: ConversionReport | None, source: str, target: str) -> None:
     if report is not None:
         report.source = report.source or source
         report.target = report.target or target
+
+
+# -- SQLiteSession files ----------------------------------------------------------------
+
+#: The tables ``agents.SQLiteSession`` creates (its ``sessions_table`` and
+#: ``messages_table`` defaults), and their schema, as the SDK writes it.
+SESSIONS_TABLE = "agent_sessions"
+MESSAGES_TABLE = "agent_messages"
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {SESSIONS_TABLE} ("
+    " session_id TEXT PRIMARY KEY,"
+    " created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,"
+    " updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)",
+    f"CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " session_id TEXT NOT NULL,"
+    " message_data TEXT NOT NULL,"
+    " created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,"
+    f" FOREIGN KEY (session_id) REFERENCES {SESSIONS_TABLE} (session_id) ON DELETE CASCADE)",
+    f"CREATE INDEX IF NOT EXISTS idx_{MESSAGES_TABLE}_session_id"
+    f" ON {MESSAGES_TABLE} (session_id, id)",
+)
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` starts with the SQLite file header."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def read_sqlite_sessions(
+    path: str | os.PathLike[str], report: ConversionReport | None = None
+) -> dict[str, list[Message]]:
+    """The sessions of a file written by ``agents.SQLiteSession`` (or ``AsyncSQLiteSession``,
+    ``AdvancedSQLiteSession``: the same two tables), as offprompt messages.
+
+    Sessions come in the order of their first item, then sessions without items; items
+    by row id, as ``SQLiteSession.get_items`` returns them, each message's
+    ``created_at`` the row's. A row whose ``message_data`` is not a JSON object is
+    skipped, as ``SQLiteSession`` skips it, and listed in ``report``. The file is opened
+    read-only.
+
+    Raises:
+        DeserializationError: The file is not SQLite, or has no ``agent_messages`` table.
+    """
+    if not is_sqlite_file(path):
+        raise DeserializationError(f"{os.fspath(path)} is not an SQLite database file")
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    _begin(report, "openai-agents-sqlite", "offprompt")
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise DeserializationError(f"cannot open {os.fspath(path)}: {exc}") from None
+    try:
+        tables = _tables(conn)
+        if MESSAGES_TABLE not in tables:
+            listed = ", ".join(sorted(tables)) or "none"
+            raise DeserializationError(
+                f"{os.fspath(path)} has no {MESSAGES_TABLE} table (an OpenAI Agents "
+                f"SQLiteSession file has one); its tables: {listed}"
+            )
+        rows = conn.execute(
+            f"SELECT id, session_id, message_data, created_at FROM {MESSAGES_TABLE} ORDER BY id"
+        ).fetchall()
+        empty = (
+            conn.execute(
+                f"SELECT session_id FROM {SESSIONS_TABLE} WHERE session_id NOT IN "
+                f"(SELECT session_id FROM {MESSAGES_TABLE}) ORDER BY created_at, session_id"
+            ).fetchall()
+            if SESSIONS_TABLE in tables
+            else []
+        )
+    except sqlite3.Error as exc:
+        raise DeserializationError(f"cannot read {os.fspath(path)}: {exc}") from None
+    finally:
+        conn.close()
+    sessions: dict[str, list[Message]] = {}
+    for row_id, session_id, data, created in rows:
+        where = f"session {session_id!r} / row {row_id}"
+        messages = sessions.setdefault(str(session_id), [])
+        try:
+            item = json.loads(data)
+        except (json.JSONDecodeError, TypeError):
+            if report is not None:
+                report.lost(where, "message_data", "not valid JSON; skipped, as SQLiteSession does")
+            continue
+        if not isinstance(item, dict):
+            if report is not None:
+                report.lost(where, "message_data", "not a JSON object, so no session item")
+            continue
+        message = message_from_item(item, report, where=where)
+        when = _row_time(created)
+        if when is not None:
+            message = message.model_copy(update={"created_at": when})
+        messages.append(message)
+    for (session_id,) in empty:
+        sessions.setdefault(str(session_id), [])
+    return sessions
+
+
+def _row_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def write_sqlite_sessions(
+    path: str | os.PathLike[str],
+    sessions: Mapping[str, Sequence[Message]],
+    report: ConversionReport | None = None,
+) -> int:
+    """Write ``sessions`` into a ``SQLiteSession`` file; return the number of items written.
+
+    A new file is built beside ``path`` and renamed into place, so a failure leaves no
+    file. An existing file must be an SQLite database; the sessions are added to it in
+    one transaction, next to the sessions it holds, and a session that already has items
+    there is refused (nothing is written). Each item's ``created_at`` is its message's.
+
+    Raises:
+        ValidationError: ``path`` exists and is not SQLite, or a session already has items.
+    """
+    target = Path(path)
+    batches = {
+        session_id: [
+            (item, message.created_at)
+            for index, message in enumerate(messages)
+            for item in message_to_items(message, report, where=f"session {session_id!r} / message {index}")
+        ]
+        for session_id, messages in sessions.items()
+    }
+    _begin(report, "offprompt", "openai-agents-sqlite")
+    if target.exists():
+        if not is_sqlite_file(target) and target.stat().st_size > 0:
+            raise ValidationError(f"{target} exists and is not an SQLite database; not overwritten")
+        return _write_into(target, batches, existing=True)
+    parent = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    os.close(fd)
+    try:
+        written = _write_into(Path(tmp), batches, existing=False)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _write_into(
+    path: Path, batches: Mapping[str, list[tuple[dict[str, Any], datetime]]], *, existing: bool
+) -> int:
+    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            if existing:
+                for session_id in batches:
+                    (count,) = conn.execute(
+                        f"SELECT COUNT(*) FROM {MESSAGES_TABLE} WHERE session_id = ?", (session_id,)
+                    ).fetchone()
+                    if count:
+                        raise ValidationError(
+                            f"{path} already holds {count} items of session {session_id!r}; "
+                            "nothing written (pick another --session or another file)"
+                        )
+            written = 0
+            for session_id, rows in batches.items():
+                conn.execute(
+                    f"INSERT OR IGNORE INTO {SESSIONS_TABLE} (session_id) VALUES (?)", (session_id,)
+                )
+                conn.executemany(
+                    f"INSERT INTO {MESSAGES_TABLE} (session_id, message_data, created_at) "
+                    "VALUES (?, ?, ?)",
+                    [
+                        (session_id, item_json(item), when.astimezone(timezone.utc).strftime(_TIME_FORMAT))
+                        for item, when in rows
+                    ],
+                )
+                written += len(rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise ValidationError(f"cannot write {path}: {exc}") from None
+    finally:
+        conn.close()
+    return written
