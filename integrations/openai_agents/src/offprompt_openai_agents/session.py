@@ -19,15 +19,22 @@ same :class:`~offprompt.task_memory.OffloadPolicy` as every other adapter). The 
 keeps the full item; :meth:`OffpromptSession.get_items` (what the SDK puts in front of
 the model on the next turns) returns the item with its ``output`` replaced by the
 reference and card, and :meth:`OffpromptSession.get_stored_items` returns the items as
-they were added. :func:`~offprompt_openai_agents.tools.memory_tools` gives the model the
-tools to query, grep and page through the stored output.
+they were added. Within the turn that produced it, the SDK hands a tool's output to the
+model straight from the run, not from the session: pass
+``RunConfig(call_model_input_filter=session.model_input_filter)`` to replace it there
+too (the output is stored once, whichever sees it first).
+:func:`~offprompt_openai_agents.tools.memory_tools` gives the model the tools to query,
+grep and page through the stored output.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -37,6 +44,7 @@ from agents.memory.session_settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
+from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 
 from offprompt.conversation import ConversationMemory
@@ -47,7 +55,7 @@ from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
 from offprompt.stores import ConversationStore, release_store
 from offprompt.task_memory import TaskMemory
-from offprompt.task_memory.offload import OffloadPolicy
+from offprompt.task_memory.offload import Offloaded, OffloadPolicy
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 
@@ -61,6 +69,17 @@ OFFLOAD_META = "offprompt_offload"
 ScopeResolver = Callable[[Any], Scope | None]
 
 _T = TypeVar("_T")
+
+#: Offloads remembered (by call id and output digest) so that the model-input filter
+#: and ``add_items`` store one output once.
+_REMEMBERED = 256
+_REFERENCE_HEAD = 'Output of "'
+_REFERENCE_MARK = '" was stored in memory with memory_name "'
+
+
+def _is_reference(output: str) -> bool:
+    """Whether a tool output is already an offprompt reference (offloaded earlier)."""
+    return output.startswith(_REFERENCE_HEAD) and _REFERENCE_MARK in output[:600]
 
 
 async def _finish(work: Callable[[], _T]) -> _T:
@@ -180,6 +199,7 @@ class OffpromptSession:
             )
         self.policy = None if task_memory is None else OffloadPolicy(task_memory, min_tokens=min_tokens)
         self._scoped: dict[tuple[str, str, str, str], ConversationMemory] = {}
+        self._offloads: OrderedDict[tuple[str, str], Offloaded] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -263,6 +283,35 @@ class OffpromptSession:
         memory = self._memory(wrapper)
         await _finish(memory.clear)
 
+    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """A ``RunConfig.call_model_input_filter``: large tool outputs in the model's input
+        replaced by their reference, in the turn that produced them too.
+
+        Without ``task_memory`` the input passes unchanged. The output is stored once:
+        when ``add_items`` later saves the same item, it reuses this offload.
+        """
+        model_data = data.model_data
+        if self.policy is None:
+            return model_data
+        items = list(model_data.input)
+        names = _call_names(items)
+        changed = False
+        for index, item in enumerate(items):
+            output = _large_output_candidate(item)
+            if output is None:
+                continue
+            call_id = item.get("call_id")
+            name = names.get(call_id) or "tool"
+            offloaded = await asyncio.to_thread(self._offload_one, name, output, call_id)
+            if offloaded.reference is not None:
+                replaced = copy.copy(item)
+                replaced["output"] = offloaded.text
+                items[index] = replaced
+                changed = True
+        if not changed:
+            return model_data
+        return ModelInputData(input=items, instructions=model_data.instructions)
+
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
         """Give back the shared store opened from ``path=`` (or the default file); later
@@ -302,19 +351,14 @@ class OffpromptSession:
     def _offload(
         self, memory: ConversationMemory, items: list[Any], messages: list[Message]
     ) -> list[Message]:
-        assert self.policy is not None
-        names = {
-            item.get("call_id"): item.get("name")
-            for item in items
-            if isinstance(item, dict) and item.get("type") == "function_call"
-        }
+        names = _call_names(items)
         out: list[Message] = []
         for item, message in zip(items, messages, strict=True):
-            output = item.get("output") if item.get("type") == "function_call_output" else None
-            if isinstance(output, str) and output:
+            output = _large_output_candidate(item)
+            if output is not None:
                 call_id = item.get("call_id")
                 name = names.get(call_id) or self._tool_name(memory, call_id) or "tool"
-                offloaded = self.policy.offload(str(name), output, call_id=call_id)
+                offloaded = self._offload_one(name, output, call_id)
                 if offloaded.reference is not None:
                     meta = {
                         **message.meta,
@@ -326,6 +370,20 @@ class OffpromptSession:
                     message = message.model_copy(update={"meta": meta})
             out.append(message)
         return out
+
+    def _offload_one(self, name: str, output: str, call_id: Any) -> Offloaded:
+        assert self.policy is not None
+        key = (str(call_id), hashlib.sha256(output.encode("utf-8")).hexdigest())
+        with self._lock:
+            known = self._offloads.get(key)
+        if known is not None:
+            return known
+        offloaded = self.policy.offload(name, output, call_id=str(call_id) if call_id else None)
+        with self._lock:
+            self._offloads[key] = offloaded
+            while len(self._offloads) > _REMEMBERED:
+                self._offloads.popitem(last=False)
+        return offloaded
 
     @staticmethod
     def _tool_name(memory: ConversationMemory, call_id: Any) -> str | None:
@@ -349,6 +407,25 @@ class OffpromptSession:
                 # the row returns its item.
                 if found and store.delete_range(sid, seq, seq + 1) == 1:
                     return _items_of(found[0].message, False)[-1]
+
+
+def _call_names(items: Sequence[Any]) -> dict[Any, str]:
+    """Call id -> tool name of the function calls among ``items``."""
+    return {
+        item.get("call_id"): str(item.get("name"))
+        for item in items
+        if isinstance(item, dict) and item.get("type") == "function_call" and item.get("name")
+    }
+
+
+def _large_output_candidate(item: Any) -> str | None:
+    """The string output of a ``function_call_output`` item that the policy should see."""
+    if not isinstance(item, dict) or item.get("type") != "function_call_output":
+        return None
+    output = item.get("output")
+    if not isinstance(output, str) or not output or _is_reference(output):
+        return None
+    return output
 
 
 def _items_of(message: Message, view: bool) -> list[Any]:
