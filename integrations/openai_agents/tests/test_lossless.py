@@ -47,9 +47,17 @@ ITEMS: list[dict[str, Any]] = [
         "content": [
             {"type": "input_text", "text": "What is in this picture?"},
             {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "high"},
-            {"type": "input_image", "image_url": "https://example.invalid/cat.png", "detail": "low"},
+            {
+                "type": "input_image",
+                "image_url": "https://example.invalid/cat.png",
+                "detail": "low",
+            },
             {"type": "input_image", "file_id": "file-abc", "detail": "auto"},
-            {"type": "input_file", "file_data": "data:application/pdf;base64,JVBERi0xLjQ=", "filename": "a.pdf"},
+            {
+                "type": "input_file",
+                "file_data": "data:application/pdf;base64,JVBERi0xLjQ=",
+                "filename": "a.pdf",
+            },
             {"type": "input_image", "image_url": "data:image/png;base64,bm90IGFuIGltYWdl"},
         ],
         "type": "message",
@@ -65,13 +73,22 @@ ITEMS: list[dict[str, Any]] = [
     {"id": "rs_same_ts", "type": "reasoning"},
     {
         "id": "msg_1",
-        "content": [{"annotations": [], "text": "A red square.", "type": "output_text", "logprobs": []}],
+        "content": [
+            {"annotations": [], "text": "A red square.", "type": "output_text", "logprobs": []}
+        ],
         "role": "assistant",
         "status": "completed",
         "type": "message",
     },
     {"id": "msg_same_ts", "type": "message", "role": "assistant", "content": []},
-    {"arguments": '{"q":  "qdrant", "n": 1.0}', "call_id": "call_1", "name": "search", "type": "function_call", "id": "fc_1", "status": "completed"},
+    {
+        "arguments": '{"q":  "qdrant", "n": 1.0}',
+        "call_id": "call_1",
+        "name": "search",
+        "type": "function_call",
+        "id": "fc_1",
+        "status": "completed",
+    },
     {"call_id": "call_1", "output": "line 1\nline 2\n", "type": "function_call_output"},
     {"type": "function_call", "call_id": "call_2", "name": "odd", "arguments": "not json"},
     {
@@ -82,13 +99,27 @@ ITEMS: list[dict[str, Any]] = [
         ],
         "type": "function_call_output",
     },
-    {"type": "custom_tool_call", "call_id": "call_3", "name": "apply_patch", "input": "*** Begin Patch"},
+    {
+        "type": "custom_tool_call",
+        "call_id": "call_3",
+        "name": "apply_patch",
+        "input": "*** Begin Patch",
+    },
     {"type": "custom_tool_call_output", "call_id": "call_3", "output": "done"},
-    {"type": "computer_call_output", "call_id": "call_4", "output": {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{PNG}"}},
+    {
+        "type": "computer_call_output",
+        "call_id": "call_4",
+        "output": {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{PNG}"},
+    },
     {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
     {"type": "item_reference", "id": "msg_0"},
-    {"role": "assistant", "content": "Ünïcödé 😊 and \"quotes\" and \\ backslashes"},
-    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "x"}},
+    {"role": "assistant", "content": 'Ünïcödé 😊 and "quotes" and \\ backslashes'},
+    {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "status": "completed",
+        "action": {"type": "search", "query": "x"},
+    },
     {"role": "user", "content": "n", "extra": {"nested": [1, True, None, 1.5]}},
 ]
 
@@ -124,7 +155,11 @@ def test_the_neutral_view_is_what_other_frameworks_read() -> None:
         ToolCall(id="call_1", name="search", arguments={"q": "qdrant", "n": 1.0})
     ]
     output = by_index[10]
-    assert output.role == "tool" and output.tool_call_id == "call_1" and output.text == "line 1\nline 2\n"
+    assert (
+        output.role == "tool"
+        and output.tool_call_id == "call_1"
+        and output.text == "line 1\nline 2\n"
+    )
     assert by_index[11].tool_calls == []  # arguments that are no JSON object stay in the item
     assert [type(p) for p in by_index[12].content] == [TextArtifact, ImageArtifact]
     assert by_index[13].tool_calls[0].arguments == {"input": "*** Begin Patch"}
@@ -137,8 +172,15 @@ def test_the_neutral_view_is_what_other_frameworks_read() -> None:
     assert report.losses  # the SDK-only details are named
     back = messages_to_items(messages_from_langchain_dicts(langchain))
     assert back[0] == {"role": "user", "content": "hi"}
-    assert back[1]["type"] == "function_call" and json.loads(back[1]["arguments"]) == {"q": "qdrant", "n": 1.0}
-    assert back[2] == {"type": "function_call_output", "call_id": "call_1", "output": "line 1\nline 2\n"}
+    assert back[1]["type"] == "function_call" and json.loads(back[1]["arguments"]) == {
+        "q": "qdrant",
+        "n": 1.0,
+    }
+    assert back[2] == {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": "line 1\nline 2\n",
+    }
 
 
 def test_messages_from_elsewhere_become_plain_items_and_losses_are_reported() -> None:
@@ -148,7 +190,9 @@ def test_messages_from_elsewhere_become_plain_items_and_losses_are_reported() ->
         [
             Message.system("Be brief."),
             Message.user(["Look:", image], name="alice"),
-            Message.assistant("Calling.", tool_calls=[ToolCall(id="c1", name="f", arguments={"x": 1})]),
+            Message.assistant(
+                "Calling.", tool_calls=[ToolCall(id="c1", name="f", arguments={"x": 1})]
+            ),
             Message.tool("done", tool_call_id="c1"),
         ],
         report,

@@ -57,9 +57,21 @@ def _dumps(items: list[Any]) -> list[str]:
 async def test_sqlite_to_sqlite_gives_the_sdk_back_every_item(tmp_path: Path) -> None:
     source, out = tmp_path / "agents.db", tmp_path / "copy.db"
     await _sdk_file(source, {"conv-1": ITEMS, "conv-2": [{"role": "user", "content": "other"}]})
-    done = _offprompt("migrate", "--from", "openai-agents-sqlite", "--to", "openai-agents-sqlite", str(source), str(out), cwd=tmp_path)
+    done = _offprompt(
+        "migrate",
+        "--from",
+        "openai-agents-sqlite",
+        "--to",
+        "openai-agents-sqlite",
+        str(source),
+        str(out),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
-    assert f"{len(ITEMS) + 1} item(s) converted openai-agents-sqlite -> offprompt; nothing lost" in done.stdout
+    assert (
+        f"{len(ITEMS) + 1} item(s) converted openai-agents-sqlite -> offprompt; nothing lost"
+        in done.stdout
+    )
     assert _dumps(await _sdk_items(out, "conv-1")) == _dumps(ITEMS)
     assert await _sdk_items(out, "conv-2") == [{"role": "user", "content": "other"}]
     # The rows keep their times; the schema is the SDK's own.
@@ -79,19 +91,52 @@ async def test_to_langchain_and_back_into_an_existing_sdk_file(tmp_path: Path) -
         {"role": "assistant", "content": "5"},
     ]
     await _sdk_file(source, {"conv-1": conversation})
-    done = _offprompt("migrate", "--from", "openai-agents-sqlite", "--to", "langchain", "--session", "conv-1", str(source), "lc.json", cwd=tmp_path)
+    done = _offprompt(
+        "migrate",
+        "--from",
+        "openai-agents-sqlite",
+        "--to",
+        "langchain",
+        "--session",
+        "conv-1",
+        str(source),
+        "lc.json",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     langchain = json.loads((tmp_path / "lc.json").read_text())
     assert [m["type"] for m in langchain] == ["human", "ai", "tool", "ai"]
     assert langchain[1]["data"]["tool_calls"][0]["args"] == {"a": 2, "b": 3}
     # Back into the same file as another session, next to the original one.
-    done = _offprompt("migrate", "--from", "langchain", "--to", "openai-agents-sqlite", "--session", "from-lc", "lc.json", str(source), cwd=tmp_path)
+    done = _offprompt(
+        "migrate",
+        "--from",
+        "langchain",
+        "--to",
+        "openai-agents-sqlite",
+        "--session",
+        "from-lc",
+        "lc.json",
+        str(source),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert await _sdk_items(source, "from-lc") == conversation
     assert await _sdk_items(source, "conv-1") == conversation
     # A session that already has items there is refused; the file is unchanged.
     before = source.read_bytes()
-    done = _offprompt("migrate", "--from", "langchain", "--to", "openai-agents-sqlite", "--session", "conv-1", "lc.json", str(source), cwd=tmp_path)
+    done = _offprompt(
+        "migrate",
+        "--from",
+        "langchain",
+        "--to",
+        "openai-agents-sqlite",
+        "--session",
+        "conv-1",
+        "lc.json",
+        str(source),
+        cwd=tmp_path,
+    )
     assert done.returncode == 1
     assert "already holds 4 items of session 'conv-1'; nothing written" in done.stderr
     assert source.read_bytes() == before
@@ -110,7 +155,9 @@ async def test_import_into_offprompt_then_the_session_reads_it_and_export_writes
         assert _dumps(await session.get_items()) == _dumps(ITEMS)
     finally:
         session.close()
-    done = _offprompt("export", "conv-1", "--format", "openai-agents-sqlite", "exported.db", cwd=tmp_path)
+    done = _offprompt(
+        "export", "conv-1", "--format", "openai-agents-sqlite", "exported.db", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert _dumps(await _sdk_items(tmp_path / "exported.db", "conv-1")) == _dumps(ITEMS)
 
@@ -121,10 +168,29 @@ async def test_wrong_files_get_one_line_errors(tmp_path: Path) -> None:
         conn.execute("CREATE TABLE things (x)")
     await _sdk_file(tmp_path / "agents.db", {"s": [{"role": "user", "content": "hi"}]})
     cases = [
-        (["--from", "openai-agents-sqlite", "--to", "langchain", "notes.txt", "o.json"], "notes.txt is not a valid openai-agents-sqlite file: notes.txt is not an SQLite database file"),
-        (["--from", "openai-agents-sqlite", "--to", "langchain", "other.db", "o.json"], "has no agent_messages table (an OpenAI Agents SQLiteSession file has one); its tables: things"),
-        (["--from", "langchain", "--to", "langchain", "agents.db", "o.json"], "agents.db is an SQLite database, not langchain text (an OpenAI Agents SQLiteSession file? try --from openai-agents-sqlite)"),
-        (["--from", "openai-agents-sqlite", "--to", "openai-agents-sqlite", "agents.db", "notes.txt"], "notes.txt exists and is not an SQLite database; not overwritten"),
+        (
+            ["--from", "openai-agents-sqlite", "--to", "langchain", "notes.txt", "o.json"],
+            "notes.txt is not a valid openai-agents-sqlite file: notes.txt is not an SQLite database file",
+        ),
+        (
+            ["--from", "openai-agents-sqlite", "--to", "langchain", "other.db", "o.json"],
+            "has no agent_messages table (an OpenAI Agents SQLiteSession file has one); its tables: things",
+        ),
+        (
+            ["--from", "langchain", "--to", "langchain", "agents.db", "o.json"],
+            "agents.db is an SQLite database, not langchain text (an OpenAI Agents SQLiteSession file? try --from openai-agents-sqlite)",
+        ),
+        (
+            [
+                "--from",
+                "openai-agents-sqlite",
+                "--to",
+                "openai-agents-sqlite",
+                "agents.db",
+                "notes.txt",
+            ],
+            "notes.txt exists and is not an SQLite database; not overwritten",
+        ),
     ]
     for args, message in cases:
         done = _offprompt("migrate", *args, cwd=tmp_path)
@@ -137,8 +203,12 @@ async def test_rows_sqlitesession_skips_are_reported_not_imported(tmp_path: Path
     path = tmp_path / "agents.db"
     await _sdk_file(path, {"s": [{"role": "user", "content": "valid"}]})
     with sqlite3.connect(path) as conn:
-        conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s', 'not json {')")
-        conn.execute("""INSERT INTO agent_messages (session_id, message_data) VALUES ('s', '"a string"')""")
+        conn.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', 'not json {')"
+        )
+        conn.execute(
+            """INSERT INTO agent_messages (session_id, message_data) VALUES ('s', '"a string"')"""
+        )
     report = ConversionReport()
     sessions = read_sqlite_sessions(path, report)
     assert [m.text for m in sessions["s"]] == ["valid"]

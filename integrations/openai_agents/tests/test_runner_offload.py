@@ -17,7 +17,10 @@ from offprompt_openai_agents.testing import ScriptedModel, function_call
 from offprompt.task_memory import TaskMemory
 
 NEEDLE = "ERROR disk full on node 7"
-LINES = [f"2026-12-01 10:{i // 60:02d}:{i % 60:02d} INFO request {i} served in 12 ms" for i in range(3000)]
+LINES = [
+    f"2026-12-01 10:{i // 60:02d}:{i % 60:02d} INFO request {i} served in 12 ms"
+    for i in range(3000)
+]
 LINES[1234] = f"2026-12-01 10:20:34 {NEEDLE}"
 LOG = "\n".join(LINES) + "\n"
 
@@ -38,7 +41,9 @@ def _namespace(items: list[dict[str, Any]]) -> str:
 
 
 def _grep_step(items: list[dict[str, Any]]) -> list[Any]:
-    return [function_call("grep_memory", {"artifact_namespace": _namespace(items), "pattern": "ERROR"})]
+    return [
+        function_call("grep_memory", {"artifact_namespace": _namespace(items), "pattern": "ERROR"})
+    ]
 
 
 def _answer_from_grep(items: list[dict[str, Any]]) -> str:
@@ -66,7 +71,9 @@ async def test_two_turns_with_a_large_tool_output(runner_method, make_session) -
     agent = Agent(name="ops", model=model, tools=[fetch_logs, *memory_tools(task_memory)])
     config = RunConfig(call_model_input_filter=session.model_input_filter)
 
-    first = await run_agent(runner_method, agent, "Get today's logs.", session=session, run_config=config)
+    first = await run_agent(
+        runner_method, agent, "Get today's logs.", session=session, run_config=config
+    )
     assert first.final_output == "I fetched today's logs."
     second = await run_agent(
         runner_method, agent, "Which node has a problem?", session=session, run_config=config
@@ -85,14 +92,14 @@ async def test_two_turns_with_a_large_tool_output(runner_method, make_session) -
     outputs = [i for i in stored if i.get("type") == "function_call_output"]
     assert outputs[0] == {"call_id": "call_logs", "output": LOG, "type": "function_call_output"}
     view = await session.get_items()
-    shown = [i for i in view if i.get("type") == "function_call_output"][0]
+    shown = next(i for i in view if i.get("type") == "function_call_output")
     assert shown["output"].startswith('Output of "fetch_logs.call"')
     assert view == [shown if i is outputs[0] else i for i in stored]
     # Stored once: the filter's offload was reused when the session saved the item.
     namespace = _namespace(view)
     assert task_memory.namespaces() == [namespace]
     assert task_memory.load_artifacts(namespace)[0].value == LOG
-    tool_message = [m for m in session.memory.messages() if m.role == "tool"][0]
+    tool_message = next(m for m in session.memory.messages() if m.role == "tool")
     reference = tool_message.meta[OFFLOAD_META]["reference"]
     assert reference["artifact_namespace"] == namespace and reference["lines"] == 3000
 

@@ -266,7 +266,9 @@ async def test_sqlite_session_special_characters_and_sql_injection(make_session)
 
 async def test_sqlite_session_concurrent_access(make_session):
     session = make_session("concurrent_test")
-    items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(10)]
+    items: list[TResponseInputItem] = [
+        {"role": "user", "content": f"Message {i}"} for i in range(10)
+    ]
 
     def add_item(item):
         loop = asyncio.new_event_loop()
@@ -315,7 +317,7 @@ async def test_session_add_items_exception_propagates_in_streamed(make_session):
         async for _event in result.stream_events():
             pass
 
-    with pytest.raises(RuntimeError, match="Simulated session.add_items failure"):
+    with pytest.raises(RuntimeError, match=r"Simulated session\.add_items failure"):
         await asyncio.wait_for(consume_stream(), timeout=30.0)
 
 
@@ -335,14 +337,18 @@ async def test_session_settings_constructor(use_dictionary, make_session):
 
 async def test_get_items_uses_session_settings_limit(make_session):
     session = make_session("uses_settings_limit_test", session_settings=SessionSettings(limit=3))
-    items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(5)]
+    items: list[TResponseInputItem] = [
+        {"role": "user", "content": f"Message {i}"} for i in range(5)
+    ]
     await session.add_items(items)
     assert await session.get_items() == items[-3:]
 
 
 async def test_get_items_explicit_limit_overrides_session_settings(make_session):
     session = make_session("explicit_override_test", session_settings=SessionSettings(limit=5))
-    items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(10)]
+    items: list[TResponseInputItem] = [
+        {"role": "user", "content": f"Message {i}"} for i in range(10)
+    ]
     await session.add_items(items)
     retrieved = await session.get_items(limit=2)
     assert [i.get("content") for i in retrieved] == ["Message 8", "Message 9"]
@@ -447,7 +453,9 @@ async def test_session_limit_larger_than_history(runner_method, make_session):
 
 async def test_session_limit_negative_returns_empty(make_session):
     session = make_session("limit_negative_test")
-    await session.add_items([{"role": "user", "content": "1"}, {"role": "assistant", "content": "2"}])
+    await session.add_items(
+        [{"role": "user", "content": "1"}, {"role": "assistant", "content": "2"}]
+    )
     assert await session.get_items(limit=-1) == []
     assert await session.get_items(limit=0) == []
     assert len(await session.get_items(limit=1)) == 1
@@ -495,7 +503,9 @@ async def test_async_sqlite_session_get_items_limit(make_session):
 
 async def test_async_sqlite_session_explicit_limit_overrides_session_settings(make_session):
     session = make_session("async_settings_override", session_settings=SessionSettings(limit=5))
-    items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(10)]
+    items: list[TResponseInputItem] = [
+        {"role": "user", "content": f"Message {i}"} for i in range(10)
+    ]
     await session.add_items(items)
     assert await session.get_items(limit=2) == items[-2:]
     assert await session.get_items(limit=0) == []
@@ -542,7 +552,11 @@ async def test_async_sqlite_session_get_items_same_timestamp_consistent_order(ma
     )
     await session.add_items([older])
     await session.add_items([reasoning, message])
-    assert [i["id"] for i in await session.get_items()] == ["older_same_ts", "rs_same_ts", "msg_same_ts"]  # type: ignore[typeddict-item]
+    assert [i["id"] for i in await session.get_items()] == [
+        "older_same_ts",
+        "rs_same_ts",
+        "msg_same_ts",
+    ]  # type: ignore[typeddict-item]
     assert [i["id"] for i in await session.get_items(limit=2)] == ["rs_same_ts", "msg_same_ts"]  # type: ignore[typeddict-item]
     popped = await session.pop_item()
     assert popped == message

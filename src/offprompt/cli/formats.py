@@ -70,7 +70,9 @@ class Format:
     read: Callable[[str, ConversionReport], Sessions]
     write: Callable[[Mapping[str, Sequence[Message]], ConversionReport], str]
     read_file: Callable[[Path, ConversionReport], Sessions] | None = None
-    write_file: Callable[[Mapping[str, Sequence[Message]], ConversionReport, Path], int] | None = None
+    write_file: Callable[[Mapping[str, Sequence[Message]], ConversionReport, Path], int] | None = (
+        None
+    )
 
 
 def _dump(document: Any) -> str:

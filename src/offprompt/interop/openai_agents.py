@@ -63,7 +63,13 @@ from pathlib import Path
 from typing import Any
 
 from offprompt._validation import ensure_json
-from offprompt.artifacts import BaseArtifact, BlobArtifact, ImageArtifact, JsonArtifact, TextArtifact
+from offprompt.artifacts import (
+    BaseArtifact,
+    BlobArtifact,
+    ImageArtifact,
+    JsonArtifact,
+    TextArtifact,
+)
 from offprompt.errors import DeserializationError, SerializationError, ValidationError
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message, ToolCall
@@ -305,7 +311,7 @@ def _export_native(message: Message) -> dict[str, Any]:
     whole = reserved.get("item")
     if isinstance(whole, dict):
         return copy.deepcopy(whole)
-    item = copy.deepcopy(reserved["template"])
+    item: dict[str, Any] = copy.deepcopy(reserved["template"])
     key = "output" if message.role == "tool" else "content"
     if reserved.get("text"):
         item[key] = "".join(p.value for p in message.content if isinstance(p, TextArtifact))
@@ -402,7 +408,9 @@ def _plain_message(message: Message, report: ConversionReport | None, where: str
         text = "".join(p.value for p in parts if isinstance(p, TextArtifact))
         return {"role": message.role, "content": text}
     text_kind = "output_text" if message.role == "assistant" else "input_text"
-    content = [_plain_part(p, report, f"{where} content[{i}]", text_kind) for i, p in enumerate(parts)]
+    content = [
+        _plain_part(p, report, f"{where} content[{i}]", text_kind) for i, p in enumerate(parts)
+    ]
     return {"role": message.role, "content": content}
 
 
@@ -580,7 +588,9 @@ def write_sqlite_sessions(
         session_id: [
             (item, message.created_at)
             for index, message in enumerate(messages)
-            for item in message_to_items(message, report, where=f"session {session_id!r} / message {index}")
+            for item in message_to_items(
+                message, report, where=f"session {session_id!r} / message {index}"
+            )
         ]
         for session_id, messages in sessions.items()
     }
@@ -629,7 +639,11 @@ def _write_into(
                     f"INSERT INTO {MESSAGES_TABLE} (session_id, message_data, created_at) "
                     "VALUES (?, ?, ?)",
                     [
-                        (session_id, item_json(item), when.astimezone(timezone.utc).strftime(_TIME_FORMAT))
+                        (
+                            session_id,
+                            item_json(item),
+                            when.astimezone(timezone.utc).strftime(_TIME_FORMAT),
+                        )
                         for item, when in rows
                     ],
                 )

@@ -30,7 +30,6 @@ grep and page through the stored output.
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import os
 import threading
@@ -186,7 +185,11 @@ class OffpromptSession:
         )
         self.memory = (
             ConversationMemory(
-                base.store, base.session_id, tokenizer=base.tokenizer, tracer=base.tracer, scope=fixed
+                base.store,
+                base.session_id,
+                tokenizer=base.tokenizer,
+                tracer=base.tracer,
+                scope=fixed,
             )
             if fixed is not None
             else base
@@ -197,7 +200,9 @@ class OffpromptSession:
             raise ValidationError(
                 f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"
             )
-        self.policy = None if task_memory is None else OffloadPolicy(task_memory, min_tokens=min_tokens)
+        self.policy = (
+            None if task_memory is None else OffloadPolicy(task_memory, min_tokens=min_tokens)
+        )
         self._scoped: dict[tuple[str, str, str, str], ConversationMemory] = {}
         self._offloads: OrderedDict[tuple[str, str], Offloaded] = OrderedDict()
         self._lock = threading.Lock()
@@ -293,7 +298,8 @@ class OffpromptSession:
         model_data = data.model_data
         if self.policy is None:
             return model_data
-        items = list(model_data.input)
+        # Plain dicts here: the SDK's item TypedDicts are a union mypy cannot index.
+        items: list[Any] = list(model_data.input)
         names = _call_names(items)
         changed = False
         for index, item in enumerate(items):
@@ -304,7 +310,7 @@ class OffpromptSession:
             name = names.get(call_id) or "tool"
             offloaded = await asyncio.to_thread(self._offload_one, name, output, call_id)
             if offloaded.reference is not None:
-                replaced = copy.copy(item)
+                replaced = dict(item)
                 replaced["output"] = offloaded.text
                 items[index] = replaced
                 changed = True

@@ -15,7 +15,12 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from agents.items import ModelResponse, TResponseInputItem, TResponseOutputItem, TResponseStreamEvent
+from agents.items import (
+    ModelResponse,
+    TResponseInputItem,
+    TResponseOutputItem,
+    TResponseStreamEvent,
+)
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import (
@@ -102,7 +107,9 @@ class ScriptedModel(Model):
         self.inputs: list[list[TResponseInputItem]] = []
         self.instructions: list[str | None] = []
 
-    def _next(self, system_instructions: str | None, input: str | list[TResponseInputItem]) -> list[Any]:
+    def _next(
+        self, system_instructions: str | None, input: str | list[TResponseInputItem]
+    ) -> list[Any]:
         items: list[TResponseInputItem] = (
             [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
         )
@@ -150,15 +157,23 @@ class ScriptedModel(Model):
             parallel_tool_calls=False,
         )
         number = 0
-        yield ResponseCreatedEvent(type="response.created", response=response, sequence_number=number)
+        yield ResponseCreatedEvent(
+            type="response.created", response=response, sequence_number=number
+        )
         for index, item in enumerate(output):
             number += 1
             yield ResponseOutputItemAddedEvent(
-                type="response.output_item.added", item=item, output_index=index, sequence_number=number
+                type="response.output_item.added",
+                item=item,
+                output_index=index,
+                sequence_number=number,
             )
             number += 1
             yield ResponseOutputItemDoneEvent(
-                type="response.output_item.done", item=item, output_index=index, sequence_number=number
+                type="response.output_item.done",
+                item=item,
+                output_index=index,
+                sequence_number=number,
             )
         yield ResponseCompletedEvent(
             type="response.completed", response=response, sequence_number=number + 1

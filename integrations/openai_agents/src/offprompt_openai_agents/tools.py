@@ -42,7 +42,9 @@ def _function_tool(spec: MemoryToolSpec) -> FunctionTool:
     )
 
 
-def memory_tools(task_memory: TaskMemory | Sequence[TaskMemory], **options: Any) -> list[FunctionTool]:
+def memory_tools(
+    task_memory: TaskMemory | Sequence[TaskMemory], **options: Any
+) -> list[FunctionTool]:
     """The memory tools over ``task_memory``, for ``Agent(tools=[...])``.
 
     Args:
