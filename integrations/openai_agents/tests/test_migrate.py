@@ -107,36 +107,22 @@ async def test_to_langchain_and_back_into_an_existing_sdk_file(tmp_path: Path) -
     langchain = json.loads((tmp_path / "lc.json").read_text())
     assert [m["type"] for m in langchain] == ["human", "ai", "tool", "ai"]
     assert langchain[1]["data"]["tool_calls"][0]["args"] == {"a": 2, "b": 3}
+
     # Back into the same file as another session, next to the original one.
-    done = _offprompt(
-        "migrate",
-        "--from",
-        "langchain",
-        "--to",
-        "openai-agents-sqlite",
-        "--session",
-        "from-lc",
-        "lc.json",
-        str(source),
-        cwd=tmp_path,
-    )
+    def langchain_into_source(session_id: str) -> subprocess.CompletedProcess[str]:
+        return _offprompt(
+            *("migrate", "--from", "langchain", "--to", "openai-agents-sqlite"),
+            *("--session", session_id, "lc.json", str(source)),
+            cwd=tmp_path,
+        )
+
+    done = langchain_into_source("from-lc")
     assert done.returncode == 0, done.stderr
     assert await _sdk_items(source, "from-lc") == conversation
     assert await _sdk_items(source, "conv-1") == conversation
     # A session that already has items there is refused; the file is unchanged.
     before = source.read_bytes()
-    done = _offprompt(
-        "migrate",
-        "--from",
-        "langchain",
-        "--to",
-        "openai-agents-sqlite",
-        "--session",
-        "conv-1",
-        "lc.json",
-        str(source),
-        cwd=tmp_path,
-    )
+    done = langchain_into_source("conv-1")
     assert done.returncode == 1
     assert "already holds 4 items of session 'conv-1'; nothing written" in done.stderr
     assert source.read_bytes() == before

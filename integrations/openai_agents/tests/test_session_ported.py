@@ -240,26 +240,24 @@ async def test_session_callback_prepared_input(runner_method, make_session):
     assert model.inputs[-1] == [initial_history[0], new_turn_input[0]]
 
 
-async def test_sqlite_session_unicode_content(make_session):
-    session = make_session("unicode_test")
-    items: list[TResponseInputItem] = [
-        {"role": "user", "content": "こんにちは"},
-        {"role": "assistant", "content": "😊👍"},
-        {"role": "user", "content": "Привет"},
-    ]
-    await session.add_items(items)
-    assert await session.get_items() == items
+UNICODE_ITEMS = [
+    {"role": "user", "content": "こんにちは"},
+    {"role": "assistant", "content": "😊👍"},
+    {"role": "user", "content": "Привет"},
+]
+SQL_ITEMS = [
+    {"role": "user", "content": "O'Reilly"},
+    {"role": "assistant", "content": "DROP TABLE sessions;"},
+    {"role": "user", "content": '"SELECT * FROM users WHERE name = "admin";"'},
+    {"role": "assistant", "content": "Robert'); DROP TABLE students;--"},
+    {"role": "user", "content": "Normal message"},
+]
 
 
-async def test_sqlite_session_special_characters_and_sql_injection(make_session):
-    session = make_session("special_chars_test")
-    items: list[TResponseInputItem] = [
-        {"role": "user", "content": "O'Reilly"},
-        {"role": "assistant", "content": "DROP TABLE sessions;"},
-        {"role": "user", "content": '"SELECT * FROM users WHERE name = "admin";"'},
-        {"role": "assistant", "content": "Robert'); DROP TABLE students;--"},
-        {"role": "user", "content": "Normal message"},
-    ]
+# test_sqlite_session_unicode_content and test_sqlite_session_special_characters_and_sql_injection
+@pytest.mark.parametrize("items", [UNICODE_ITEMS, SQL_ITEMS], ids=["unicode", "sql-injection"])
+async def test_sqlite_session_content_comes_back_as_added(items, make_session):
+    session = make_session("content_test")
     await session.add_items(items)
     assert await session.get_items() == items
 
@@ -371,6 +369,13 @@ async def test_runner_with_session_settings_override(make_session):
 # -- tests/memory/test_session_limit.py -------------------------------------------------
 
 
+async def _run_limited(
+    method: str, agent: Agent[Any], text: str, session: Any, *, limit: int | None
+) -> Any:
+    settings = RunConfig(session_settings=SessionSettings(limit=limit))
+    return await run_agent(method, agent, text, session=session, run_config=settings)
+
+
 @pytest.mark.parametrize("runner_method", RUNNER_METHODS)
 async def test_session_limit_parameter(runner_method, make_session):
     session = make_session("limit_test")
@@ -379,13 +384,7 @@ async def test_session_limit_parameter(runner_method, make_session):
     for n in (1, 2, 3):
         await run_agent(runner_method, agent, f"Message {n}", session=session)
     assert len(await session.get_items()) == 6
-    await run_agent(
-        runner_method,
-        agent,
-        "Message 4",
-        session=session,
-        run_config=RunConfig(session_settings=SessionSettings(limit=2)),
-    )
+    await _run_limited(runner_method, agent, "Message 4", session, limit=2)
     last_input = model.inputs[-1]
     assert len(last_input) == 3
     assert last_input[0].get("content") == "Message 3"
@@ -400,13 +399,7 @@ async def test_session_limit_zero(runner_method, make_session):
     agent = _agent(model)
     await run_agent(runner_method, agent, "Message 1", session=session)
     await run_agent(runner_method, agent, "Message 2", session=session)
-    await run_agent(
-        runner_method,
-        agent,
-        "Message 3",
-        session=session,
-        run_config=RunConfig(session_settings=SessionSettings(limit=0)),
-    )
+    await _run_limited(runner_method, agent, "Message 3", session, limit=0)
     assert model.inputs[-1] == [{"role": "user", "content": "Message 3"}]
 
 
@@ -418,13 +411,7 @@ async def test_session_limit_none_gets_all_history(runner_method, make_session):
     for i in range(1, 6):
         await run_agent(runner_method, agent, f"Message {i}", session=session)
     assert len(await session.get_items()) == 10
-    await run_agent(
-        runner_method,
-        agent,
-        "Message 6",
-        session=session,
-        run_config=RunConfig(session_settings=SessionSettings(limit=None)),
-    )
+    await _run_limited(runner_method, agent, "Message 6", session, limit=None)
     last_input = model.inputs[-1]
     assert len(last_input) == 11
     assert last_input[0].get("content") == "Message 1"
@@ -437,13 +424,7 @@ async def test_session_limit_larger_than_history(runner_method, make_session):
     model = ScriptedModel(["Reply 1", "Reply 2"])
     agent = _agent(model)
     await run_agent(runner_method, agent, "Message 1", session=session)
-    await run_agent(
-        runner_method,
-        agent,
-        "Message 2",
-        session=session,
-        run_config=RunConfig(session_settings=SessionSettings(limit=100)),
-    )
+    await _run_limited(runner_method, agent, "Message 2", session, limit=100)
     last_input = model.inputs[-1]
     assert len(last_input) == 3
     assert last_input[0].get("content") == "Message 1"

@@ -190,17 +190,27 @@ def _build(item: dict[str, Any], where: str) -> Message:
 
 
 def _message_item(item: dict[str, Any], role: str, where: str) -> Message:
-    content = item.get("content")
-    template = {k: (None if k == "content" else v) for k, v in item.items()}
-    if isinstance(content, str):
-        parts: list[BaseArtifact] = [TextArtifact(value=content)] if content else []
+    return _with_parts(item, "content", role, where)
+
+
+def _output_item(item: dict[str, Any], where: str) -> Message:
+    return _with_parts(item, "output", "tool", where, tool_call_id=item["call_id"])
+
+
+def _with_parts(item: dict[str, Any], key: str, role: str, where: str, **fields: Any) -> Message:
+    """A message whose parts are ``item[key]`` (a string or a list of parts); the rest of
+    the item, key order included, is the template the export fills back in."""
+    value = item.get(key)
+    template = {k: (None if k == key else v) for k, v in item.items()}
+    if isinstance(value, str):
+        parts: list[BaseArtifact] = [TextArtifact(value=value)] if value else []
         shape = {"template": template, "text": True}
-    elif isinstance(content, list):
-        parts = [_part_in(p, f"{where} content[{i}]") for i, p in enumerate(content)]
+    elif isinstance(value, list):
+        parts = [_part_in(p, f"{where} {key}[{i}]") for i, p in enumerate(value)]
         shape = {"template": template}
     else:
-        raise ValidationError("content is neither a string nor a list")
-    return Message(role=role, content=parts, meta={RESERVED: shape})
+        raise ValidationError(f"{key} is neither a string nor a list")
+    return Message(role=role, content=parts, meta={RESERVED: shape}, **fields)
 
 
 def _call_item(item: dict[str, Any]) -> Message:
@@ -216,20 +226,6 @@ def _call_item(item: dict[str, Any]) -> Message:
         except ValidationError:
             calls = []  # arguments that are no JSON object: the item itself keeps them
     return Message(role="assistant", tool_calls=calls, meta={RESERVED: {"item": item}})
-
-
-def _output_item(item: dict[str, Any], where: str) -> Message:
-    output = item.get("output")
-    template = {k: (None if k == "output" else v) for k, v in item.items()}
-    if isinstance(output, str):
-        parts: list[BaseArtifact] = [TextArtifact(value=output)] if output else []
-        shape = {"template": template, "text": True}
-    elif isinstance(output, list):
-        parts = [_part_in(p, f"{where} output[{i}]") for i, p in enumerate(output)]
-        shape = {"template": template}
-    else:
-        raise ValidationError("output is neither a string nor a list")
-    return Message(role="tool", content=parts, tool_call_id=item["call_id"], meta={RESERVED: shape})
 
 
 def _part_in(part: Any, where: str) -> BaseArtifact:
