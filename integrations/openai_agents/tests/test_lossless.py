@@ -279,3 +279,29 @@ async def test_a_real_run_stores_what_sqlitesession_stores(tmp_path: Path, make_
         "function_call_output",
         "message",
     ]
+
+
+async def test_forgetting_a_tenant_deletes_only_its_items(db_path: Path) -> None:
+    from agents import RunContextWrapper
+
+    from offprompt.scope import Scope
+    from offprompt.stores import SQLiteStore
+
+    class Tenant:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    store = SQLiteStore(db_path)
+    try:
+        session = OffpromptSession("support", store=store, scope=lambda t: Scope(tenant=t.name))
+        acme, globex = (RunContextWrapper(context=Tenant(n)) for n in ("acme", "globex"))
+        await session.add_items([{"role": "user", "content": "acme secret"}], wrapper=acme)
+        await session.add_items([{"role": "user", "content": "globex note"}], wrapper=globex)
+        counts = store.forget_scope(Scope(tenant="acme"))
+        assert counts.total >= 1
+        assert await session.get_items(wrapper=acme) == []
+        assert await session.get_items(wrapper=globex) == [
+            {"role": "user", "content": "globex note"}
+        ]
+    finally:
+        store.close()
