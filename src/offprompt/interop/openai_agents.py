@@ -62,7 +62,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from offprompt._validation import ensure_json
+from offprompt._validation import check_json_depth, ensure_json, loads_json
 from offprompt.artifacts import (
     BaseArtifact,
     BlobArtifact,
@@ -540,6 +540,10 @@ def read_sqlite_sessions(
             if report is not None:
                 report.lost(where, "message_data", "not valid JSON; skipped, as SQLiteSession does")
             continue
+        except RecursionError:
+            item = None  # nested past what Python parses: check_json_depth names the limit
+            loads_json(data, what=where)
+        check_json_depth(item, what=where)
         if not isinstance(item, dict):
             if report is not None:
                 report.lost(where, "message_data", "not a JSON object, so no session item")
