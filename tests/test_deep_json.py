@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -79,7 +81,17 @@ def test_cli_import_of_a_deep_file_is_one_clear_line(
     fmt: str, depth: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = tmp_path / "deep.json"
-    source.write_text(nested_text(depth), encoding="utf-8")
+    if FORMATS[fmt].read_file is None:
+        source.write_text(nested_text(depth), encoding="utf-8")
+    else:  # a binary format (an SDK SQLiteSession file): the deep JSON is in a row
+        with closing(sqlite3.connect(source)) as conn, conn:
+            conn.execute(
+                "CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, session_id TEXT, message_data TEXT, created_at TIMESTAMP)"
+            )
+            conn.execute(
+                "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
+                (nested_text(depth),),
+            )
     code = main(["--home", str(tmp_path / "home"), "import", "--format", fmt, str(source)])
     assert code == EXIT_FAILURE
     err = capsys.readouterr().err.strip().splitlines()

@@ -16,7 +16,15 @@ from offprompt.errors import CLIError, NotFoundError, OffpromptError, UsageError
 from offprompt.stores.sqlite import SQLiteStore
 from offprompt.task_memory import TaskMemory
 
-__all__ = ["CLIError", "Context", "UsageError", "atomic_write", "read_input"]
+__all__ = [
+    "CLIError",
+    "Context",
+    "UsageError",
+    "atomic_write",
+    "check_input",
+    "check_output",
+    "read_input",
+]
 
 
 @dataclass
@@ -155,18 +163,51 @@ def read_input(path: Path, *, max_mb: int = DEFAULT_MAX_INPUT_MB) -> str:
         ) from None
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory.
+def check_input(path: Path, *, max_mb: int = DEFAULT_MAX_INPUT_MB) -> None:
+    """For a format read from its file (not as text): ``path`` is a regular file of at
+    most ``max_mb`` MiB, or a one-line error says what it is.
 
-    Readers see the old file or the new one, never a partial file; on any error the
-    temporary file is removed and ``path`` is left as it was.
+    Raises:
+        NotFoundError: ``path`` does not exist.
+        UsageError: ``path`` is not a regular file, or is larger than ``max_mb`` MiB.
     """
+    import stat
+
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise NotFoundError(f"input file {path} does not exist", path=str(path)) from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"input {path} is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"input {path} is not a regular file (a device, pipe or socket)")
+    if info.st_size > max_mb * 1024 * 1024:
+        raise UsageError(
+            f"input {path} is {info.st_size / 2**20:.1f} MiB, over the {max_mb} MiB limit "
+            "(raise it with --max-input-mb)"
+        )
+
+
+def check_output(path: Path) -> None:
+    """``path`` can be written: not a directory, in a directory that exists."""
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise CLIError(f"cannot write {path}: it is a directory")
     if not parent.is_dir():
         what = "is not a directory" if parent.exists() else "does not exist"
         raise CLIError(f"cannot write {path}: directory {parent} {what}")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory.
+
+    Readers see the old file or the new one, never a partial file; on any error the
+    temporary file is removed and ``path`` is left as it was.
+    """
+    check_output(path)
+    parent = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     except OSError as exc:

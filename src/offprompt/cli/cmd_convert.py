@@ -20,10 +20,18 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from offprompt.cli._common import CLIError, Context, atomic_write, read_input
+from offprompt.cli._common import (
+    CLIError,
+    Context,
+    atomic_write,
+    check_input,
+    check_output,
+    read_input,
+)
 from offprompt.cli.cmd_show import read_session
 from offprompt.cli.formats import FORMATS, Format, Sessions, sniff
-from offprompt.errors import DeserializationError, NotFoundError
+from offprompt.errors import DeserializationError, NotFoundError, ValidationError
+from offprompt.interop.openai_agents import is_sqlite_file
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
 from offprompt.stores.base import validate_session_id
@@ -36,7 +44,21 @@ PROGRESS_MIN_MESSAGES = 200
 
 
 def _read(fmt: Format, path: Path, report: ConversionReport, option: str, max_mb: int) -> Sessions:
-    text = read_input(path, max_mb=max_mb)
+    if fmt.read_file is not None:
+        check_input(path, max_mb=max_mb)
+        try:
+            return fmt.read_file(path, report)
+        except DeserializationError as exc:
+            raise DeserializationError(f"{path} is not a valid {fmt.name} file: {exc}") from None
+    try:
+        text = read_input(path, max_mb=max_mb)
+    except CLIError:
+        if is_sqlite_file(path):
+            raise CLIError(
+                f"{path} is an SQLite database, not {fmt.name} text "
+                f"(an OpenAI Agents SQLiteSession file? try {option} openai-agents-sqlite)"
+            ) from None
+        raise
     try:
         return fmt.read(text, report)
     except DeserializationError as exc:
@@ -78,9 +100,24 @@ def _summary(ctx: Context, report: ConversionReport) -> None:
 
 def _write(fmt: Format, sessions: Mapping[str, Sequence[Message]], out: Path, ctx: Context) -> None:
     report = ConversionReport()
+    count = sum(len(m) for m in sessions.values())
+    if fmt.write_file is not None:
+        check_output(out)
+        try:
+            items = fmt.write_file(sessions, report, out)
+        except ValidationError as exc:
+            raise CLIError(str(exc)) from None
+        except OSError as exc:
+            raise CLIError(f"cannot write {out}: {exc.strerror or exc}") from None
+        ctx.out.print(
+            f"wrote {count} messages ({items} items) to {out} ({fmt.name})",
+            markup=False,
+            soft_wrap=True,
+        )
+        _summary(ctx, report)
+        return
     text = fmt.write(sessions, report)
     atomic_write(out, text)
-    count = sum(len(m) for m in sessions.values())
     ctx.out.print(f"wrote {count} messages to {out} ({fmt.name})", markup=False, soft_wrap=True)
     _summary(ctx, report)
 

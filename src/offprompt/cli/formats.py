@@ -8,11 +8,15 @@ name                     file                                                   
 ``llamaindex``           JSON list of ``ChatMessage`` dicts (``model_dump``)         one
 ``llamaindex-chatstore`` ``SimpleChatStore.persist()`` file                          several
 ``griptape``             ``ConversationMemory.to_json()``                            one
+``openai-agents``        JSON list of OpenAI Agents SDK items (``get_items()``)      one
+``openai-agents-sqlite`` the SQLite file of the SDK's ``SQLiteSession``              several
 =======================  ==========================================================  ========
 
 Every reader takes the file's text and returns ``{session_key: messages}`` (``None`` as
 the key for single-session formats); every writer takes sessions and returns the text.
-Both fill a :class:`ConversionReport` with whatever the target cannot carry.
+A binary format (``openai-agents-sqlite``) reads and writes the file itself instead
+(``read_file`` / ``write_file``). Both fill a :class:`ConversionReport` with whatever
+the target cannot carry.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from offprompt._validation import loads_json
@@ -31,6 +36,12 @@ from offprompt.interop.llamaindex import (
     messages_to_llamaindex_dicts,
     read_simple_chat_store,
     simple_chat_store_dict,
+)
+from offprompt.interop.openai_agents import (
+    messages_from_items,
+    messages_to_items,
+    read_sqlite_sessions,
+    write_sqlite_sessions,
 )
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
@@ -49,12 +60,19 @@ class Format:
         multi_session: Whether one file holds several sessions.
         read: File text → sessions.
         write: Sessions → file text.
+        read_file: For a binary format: the file → sessions (used instead of ``read``).
+        write_file: For a binary format: sessions → the file at the path given
+            (instead of ``write``); returns the number of items written.
     """
 
     name: str
     multi_session: bool
     read: Callable[[str, ConversionReport], Sessions]
     write: Callable[[Mapping[str, Sequence[Message]], ConversionReport], str]
+    read_file: Callable[[Path, ConversionReport], Sessions] | None = None
+    write_file: Callable[[Mapping[str, Sequence[Message]], ConversionReport, Path], int] | None = (
+        None
+    )
 
 
 def _dump(document: Any) -> str:
@@ -142,6 +160,33 @@ def _write_griptape(sessions: Mapping[str, Sequence[Message]], report: Conversio
     return _dump(conversation_to_griptape(list(_only(sessions)), report=report))
 
 
+# -- OpenAI Agents SDK -----------------------------------------------------------------
+def _read_agents(text: str, report: ConversionReport) -> Sessions:
+    return {None: messages_from_items(loads_json(text, what="OpenAI Agents items"), report)}
+
+
+def _write_agents(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    return _dump(messages_to_items(_only(sessions), report))
+
+
+def _read_agents_sqlite(path: Path, report: ConversionReport) -> Sessions:
+    return dict(read_sqlite_sessions(path, report).items())
+
+
+def _write_agents_sqlite(
+    sessions: Mapping[str, Sequence[Message]], report: ConversionReport, path: Path
+) -> int:
+    return write_sqlite_sessions(path, sessions, report)
+
+
+def _binary(text: str, report: ConversionReport) -> Sessions:
+    raise DeserializationError("a binary format is read from its file, not from text")
+
+
+def _no_text(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    raise DeserializationError("a binary format is written to its file, not as text")
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
@@ -150,6 +195,15 @@ FORMATS: dict[str, Format] = {
         Format("llamaindex", False, _read_llamaindex, _write_llamaindex),
         Format("llamaindex-chatstore", True, _read_chatstore, _write_chatstore),
         Format("griptape", False, _read_griptape, _write_griptape),
+        Format("openai-agents", False, _read_agents, _write_agents),
+        Format(
+            "openai-agents-sqlite",
+            True,
+            _binary,
+            _no_text,
+            read_file=_read_agents_sqlite,
+            write_file=_write_agents_sqlite,
+        ),
     )
 }
 
@@ -190,6 +244,10 @@ def sniff(text: str) -> str | None:
             return "langchain"
         if "role" in head and ("blocks" in head or "additional_kwargs" in head):
             return "llamaindex"
+        if "role" in head and "content" in head and "created_at" not in head:
+            return "openai-agents"
+        if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
+            return "openai-agents"
     return None
 
 
