@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -18,13 +20,13 @@ from deepagents.backends import CompositeBackend, StateBackend
 from deepagents.backends.protocol import BackendProtocol
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
+from offprompt_langchain import OffpromptBackend
+from offprompt_langchain.testing import ScriptedChatModel, tool_call
 
 from offprompt.artifacts import TextArtifact
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.task_memory import TaskMemory
 from offprompt.vectors import QdrantVectorStore
-from offprompt_langchain import OffpromptBackend
-from offprompt_langchain.testing import ScriptedChatModel, tool_call
 
 
 @pytest.fixture(scope="module")
@@ -287,9 +289,7 @@ def _deep_agent(backend: OffpromptBackend, model: ScriptedChatModel):  # type: i
     return create_deep_agent(
         model=model,
         tools=[fetch_log],
-        backend=CompositeBackend(
-            default=StateBackend(), routes={"/large_tool_results/": backend}
-        ),
+        backend=CompositeBackend(default=StateBackend(), routes={"/large_tool_results/": backend}),
         middleware=[backend.card_middleware()],
     )
 
@@ -321,7 +321,9 @@ def _check_run(model: ScriptedChatModel, memory: TaskMemory, result: dict) -> No
     assert 'artifact_namespace "deepagents-call_log1"' in evicted.content
     assert "[stored output] kind: text | 140,938 bytes | 3,000 lines" in evicted.content
     assert len(evicted.content) < 5000  # the log itself never reached the model
-    state_stub = next(m for m in result["messages"] if getattr(m, "tool_call_id", "") == "call_log1")
+    state_stub = next(
+        m for m in result["messages"] if getattr(m, "tool_call_id", "") == "call_log1"
+    )
     assert "[offprompt]" not in state_stub.content  # the state keeps deepagents' message
     # read_file pages by line offset: lines 97-99, in deepagents' format
     lines = LOG.split("\n")
@@ -375,3 +377,19 @@ def test_card_middleware_leaves_other_messages_alone(backend: OffpromptBackend) 
     assert out[0] is messages[0] and out[1] is messages[1]
     assert "[offprompt] Kept whole" in out[2].content
     assert middleware._with_cards(out) is None  # type: ignore[attr-defined]
+
+
+def test_without_deepagents_the_name_says_which_extra_to_install() -> None:
+    code = (
+        "import sys; sys.modules['deepagents'] = None\n"
+        "import offprompt_langchain\n"
+        "try:\n"
+        "    offprompt_langchain.OffpromptBackend\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "OffpromptBackend needs deepagents" in out.stdout
+    assert "pip install 'offprompt-langchain[deepagents]'" in out.stdout

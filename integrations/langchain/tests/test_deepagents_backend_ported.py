@@ -40,9 +40,9 @@ from deepagents.backends.store import StoreBackend
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
+from offprompt_langchain import OffpromptBackend
 
 from offprompt.task_memory import TaskMemory
-from offprompt_langchain import OffpromptBackend
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,9 @@ def test_ls_trailing_slash(be: BackendProtocol) -> None:
     assert sorted(fi["path"] for fi in root) == ["/dir/", "/file.txt"]
     with_slash = be.ls("/dir/").entries or []
     without = be.ls("/dir").entries or []
-    assert [fi["path"] for fi in with_slash] == [fi["path"] for fi in without] == ["/dir/nested.txt"]
+    assert (
+        [fi["path"] for fi in with_slash] == [fi["path"] for fi in without] == ["/dir/nested.txt"]
+    )
 
 
 def test_intercept_large_tool_result(be: BackendProtocol) -> None:

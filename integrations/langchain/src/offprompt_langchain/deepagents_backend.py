@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
 from offprompt.artifacts import BlobArtifact, TextArtifact
-from offprompt.errors import NamespaceError, OffpromptError, ValidationError
+from offprompt.errors import NamespaceError, OffpromptError, RangeError, ValidationError
 from offprompt.task_memory import TaskMemory
 
 try:
@@ -89,7 +89,9 @@ _MAX_GREP_MATCHES = 10_000  # offprompt's grep bound per namespace
 
 
 def _path_error(path: object, why: str) -> NamespaceError:
-    return NamespaceError(f"path {path!r} is not allowed in OffpromptBackend: {why}", name=str(path))
+    return NamespaceError(
+        f"path {path!r} is not allowed in OffpromptBackend: {why}", name=str(path)
+    )
 
 
 def _check_path(path: object, *, directory: bool = False) -> str:
@@ -195,9 +197,13 @@ class OffpromptBackend(BackendProtocol):
                 f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"
             )
         if not isinstance(namespace_prefix, str) or not namespace_prefix:
-            raise ValidationError(f"namespace_prefix must be a non-empty str, got {namespace_prefix!r}")
+            raise ValidationError(
+                f"namespace_prefix must be a non-empty str, got {namespace_prefix!r}"
+            )
         if not _SAFE.fullmatch(namespace_prefix[-1]) and namespace_prefix[-1] not in ".:":
-            raise ValidationError(f"namespace_prefix must end with a letter, digit, '_', '-', '.' or ':', got {namespace_prefix!r}")
+            raise ValidationError(
+                f"namespace_prefix must end with a letter, digit, '_', '-', '.' or ':', got {namespace_prefix!r}"
+            )
         from offprompt.names import validate_namespace
 
         validate_namespace(namespace_prefix, what="namespace_prefix")
@@ -324,33 +330,34 @@ class OffpromptBackend(BackendProtocol):
         if namespace is None:
             return ReadResult(error=f"File '{file_path}' not found")
         meta = self.task_memory.namespace_metadata(namespace, wait=False)
-        stamps = {
-            "created_at": str(meta.get("created_at") or ""),
-            "modified_at": str(meta.get("updated_at") or ""),
-        }
+        created, modified = str(meta.get("created_at") or ""), str(meta.get("updated_at") or "")
+
+        def data(content: str, encoding: str = "utf-8") -> FileData:
+            return FileData(
+                content=content, encoding=encoding, created_at=created, modified_at=modified
+            )
+
         if meta["storage"] != "text":
-            data = base64.b64encode(self._bytes(namespace)).decode("ascii")
-            return ReadResult(file_data=FileData(content=data, encoding="base64", **stamps))
+            return ReadResult(
+                file_data=data(base64.b64encode(self._bytes(namespace)).decode("ascii"), "base64")
+            )
         offset, limit = normalize_read_bounds(offset, limit)
-        total = int((meta.get("stats") or {}).get("lines", 0))
-        if int(meta.get("bytes") or 0) == 0 or total == 0:
-            content = self._text(namespace)  # empty (or whitespace only): shown whole
-            return ReadResult(file_data=FileData(content=content, encoding="utf-8", **stamps))
+        if int(meta.get("bytes") or 0) == 0:
+            return ReadResult(file_data=data(""))  # an empty file: no window to number
         if limit == 0:
+            return ReadResult(file_data=data(""), no_lines_requested=True)
+        try:
+            window = self.task_memory.read_lines(namespace, offset + 1, offset + 1 + limit)
+        except RangeError:
+            total = int(self.task_memory.read_lines(namespace, 1, 2).meta["total_lines"])
             return ReadResult(
-                file_data=FileData(content="", encoding="utf-8", **stamps), no_lines_requested=True
+                error=f"Line offset {offset} exceeds file length ({total} lines)\n"
+                f"{self.card(file_path)}"
             )
-        if offset >= total:
-            card = self.card(file_path)
-            return ReadResult(
-                error=f"Line offset {offset} exceeds file length ({total} lines)\n{card}"
-            )
-        window = self.task_memory.read_lines(namespace, offset + 1, offset + 1 + limit)
         total = int(window.meta["total_lines"])
         end = int(window.meta["stop"]) - 1
-        content = str(window.value).replace("\r\n", "\n")
         return ReadResult(
-            file_data=FileData(content=content, encoding="utf-8", **stamps),
+            file_data=data(str(window.value).replace("\r\n", "\n")),
             total_lines=total,
             start_line=offset + 1,
             end_line=end,
@@ -538,7 +545,7 @@ class OffpromptBackend(BackendProtocol):
         file_path: str,
         old_string: str,
         new_string: str,
-        replace_all: bool = False,  # noqa: FBT001, FBT002 - the protocol's signature
+        replace_all: bool = False,
     ) -> EditResult:
         """Replace ``old_string`` (unique unless ``replace_all``) and store the new version."""
         try:
@@ -547,7 +554,9 @@ class OffpromptBackend(BackendProtocol):
                 if namespace is None:
                     return EditResult(error=f"Error: File '{file_path}' not found")
                 if self._is_blob(namespace):
-                    return EditResult(error="Error: Cannot edit binary files with text replacements.")
+                    return EditResult(
+                        error="Error: Cannot edit binary files with text replacements."
+                    )
                 if self.immutable:
                     return EditResult(
                         error=f"Error: '{file_path}' is stored in offprompt task memory and this "
@@ -674,7 +683,7 @@ class OffpromptBackend(BackendProtocol):
         file_path: str,
         old_string: str,
         new_string: str,
-        replace_all: bool = False,  # noqa: FBT001, FBT002 - the protocol's signature
+        replace_all: bool = False,
     ) -> EditResult:
         """Async twin of :meth:`edit`."""
         return await asyncio.to_thread(self.edit, file_path, old_string, new_string, replace_all)
