@@ -393,3 +393,16 @@ def test_without_deepagents_the_name_says_which_extra_to_install() -> None:
     )
     assert "OffpromptBackend needs deepagents" in out.stdout
     assert "pip install 'offprompt-langchain[deepagents]'" in out.stdout
+
+
+def test_card_middleware_with_the_backend_as_the_whole_backend(backend: OffpromptBackend) -> None:
+    backend.write("/large_tool_results/call_z", "everything here")
+    stub = ToolMessage(
+        content="Tool result too large ... at this path: /large_tool_results/call_z\n",
+        tool_call_id="call_z",
+    )
+    out = backend.card_middleware()._with_cards([stub])  # type: ignore[attr-defined]
+    assert (
+        out is not None
+        and 'artifact_namespace "deepagents-large_tool_results%2Fcall_z"' in out[0].content
+    )

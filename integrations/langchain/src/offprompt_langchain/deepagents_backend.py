@@ -200,10 +200,6 @@ class OffpromptBackend(BackendProtocol):
             raise ValidationError(
                 f"namespace_prefix must be a non-empty str, got {namespace_prefix!r}"
             )
-        if not _SAFE.fullmatch(namespace_prefix[-1]) and namespace_prefix[-1] not in ".:":
-            raise ValidationError(
-                f"namespace_prefix must end with a letter, digit, '_', '-', '.' or ':', got {namespace_prefix!r}"
-            )
         from offprompt.names import validate_namespace
 
         validate_namespace(namespace_prefix, what="namespace_prefix")
@@ -709,7 +705,8 @@ class OffpromptBackend(BackendProtocol):
         only a path), so the card cannot come from the backend alone. Pass this to
         ``create_deep_agent(middleware=[...])``: each model call then sees, under every
         eviction message whose file is stored here (mounted at ``route``), the card of
-        :meth:`card`. The agent's state keeps deepagents' message unchanged.
+        :meth:`card`. The agent's state keeps deepagents' message unchanged. Works with
+        the backend routed at ``route`` in a ``CompositeBackend`` or as the whole backend.
         """
         return _EvictionCards(self, route)
 
@@ -748,10 +745,15 @@ class _EvictionCards(AgentMiddleware[Any, Any, Any]):
         name = sanitize_tool_call_id(message.tool_call_id)
         if f"{self.route}{name}" not in content or "[offprompt] Kept whole" in content:
             return None
-        try:
-            return self.backend.card("/" + name)
-        except NamespaceError:
-            return None
+        # Routed at ``route`` the backend sees "/{id}"; as the whole backend, the full path.
+        for path in ("/" + name, self.route + name):
+            try:
+                card = self.backend.card(path)
+            except NamespaceError:
+                continue
+            if card is not None:
+                return card
+        return None
 
     def wrap_model_call(
         self,
