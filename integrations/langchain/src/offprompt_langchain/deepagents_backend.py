@@ -41,7 +41,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
 from offprompt.artifacts import BlobArtifact, TextArtifact
-from offprompt.errors import NamespaceError, OffpromptError, RangeError, ValidationError
+from offprompt.errors import (
+    NamespaceError,
+    NotFoundError,
+    OffpromptError,
+    RangeError,
+    ValidationError,
+)
 from offprompt.task_memory import TaskMemory
 
 try:
@@ -323,9 +329,13 @@ class OffpromptBackend(BackendProtocol):
             namespace = self._current(file_path)
         except NamespaceError as exc:
             return ReadResult(error=str(exc))
+        missing = ReadResult(error=f"File '{file_path}' not found")
         if namespace is None:
-            return ReadResult(error=f"File '{file_path}' not found")
-        meta = self.task_memory.namespace_metadata(namespace, wait=False)
+            return missing
+        try:
+            meta = self.task_memory.namespace_metadata(namespace, wait=False)
+        except NotFoundError:  # deleted since (by a concurrent overwrite or delete)
+            return missing
         created, modified = str(meta.get("created_at") or ""), str(meta.get("updated_at") or "")
 
         def data(content: str, encoding: str = "utf-8") -> FileData:
