@@ -12,6 +12,7 @@ EXPECTED_ALL = [
     "LangChainEmbedder",
     "LangChainSummarizer",
     "MemoryModelError",
+    "OffpromptBackend",
     "OffpromptBlobStore",
     "OffpromptChatMessageHistory",
     "OffpromptEmbeddings",

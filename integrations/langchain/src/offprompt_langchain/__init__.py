@@ -2,7 +2,8 @@
 
 ``OffpromptSaver`` (a LangGraph checkpointer) needs ``langgraph``;
 ``OffpromptMiddleware`` needs ``langchain`` and ``langgraph`` and ``OffpromptStore``
-needs ``langgraph`` (the ``agents`` extra); they are imported on first use, so the
+needs ``langgraph`` (the ``agents`` extra); ``OffpromptBackend`` (a deepagents backend)
+needs ``deepagents`` (the ``deepagents`` extra). They are imported on first use, so the
 rest works with ``langchain-core`` alone.
 """
 
@@ -28,6 +29,7 @@ from offprompt_langchain.tools import OffpromptTool, offprompt_tool, task_memory
 
 if TYPE_CHECKING:
     from offprompt_langchain.checkpoint import OffpromptSaver
+    from offprompt_langchain.deepagents_backend import OffpromptBackend
     from offprompt_langchain.middleware import OffpromptMiddleware
     from offprompt_langchain.store import OffpromptStore
 
@@ -37,6 +39,7 @@ __all__ = [
     "LangChainEmbedder",
     "LangChainSummarizer",
     "MemoryModelError",
+    "OffpromptBackend",
     "OffpromptBlobStore",
     "OffpromptChatMessageHistory",
     "OffpromptEmbeddings",
@@ -54,24 +57,26 @@ __all__ = [
     "to_langchain",
 ]
 
+# name: (module, what it needs, the extra that installs it)
 _LAZY = {
-    "OffpromptSaver": ("offprompt_langchain.checkpoint", "langgraph"),
-    "OffpromptMiddleware": ("offprompt_langchain.middleware", "langchain and langgraph"),
-    "OffpromptStore": ("offprompt_langchain.store", "langgraph"),
+    "OffpromptBackend": ("offprompt_langchain.deepagents_backend", "deepagents", "deepagents"),
+    "OffpromptSaver": ("offprompt_langchain.checkpoint", "langgraph", "agents"),
+    "OffpromptMiddleware": ("offprompt_langchain.middleware", "langchain and langgraph", "agents"),
+    "OffpromptStore": ("offprompt_langchain.store", "langgraph", "agents"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'offprompt_langchain' has no attribute {name!r}")
-    module_name, needs = _LAZY[name]
+    module_name, needs, extra = _LAZY[name]
     import importlib
 
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(
-            f"{name} needs {needs}: pip install 'offprompt-langchain[agents]' ({exc})"
+            f"{name} needs {needs}: pip install 'offprompt-langchain[{extra}]' ({exc})"
         ) from exc
     value = getattr(module, name)
     globals()[name] = value
