@@ -7,12 +7,12 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src
 
-.PHONY: setup test demo lint format bench clean
+.PHONY: setup test demo lint format bench clean dist-check
 
-$(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml requirements-dev.txt
+$(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(PACKAGES) -r requirements-dev.txt
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(PACKAGES) --group dev
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -37,14 +37,14 @@ demo: setup
 	$(BIN)/offprompt demo
 
 lint: setup
-	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks
+	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/offprompt
 	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src
 
 format: setup
-	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks
-	$(BIN)/ruff format $(SOURCES) tests integrations examples benchmarks
+	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks scripts
+	$(BIN)/ruff format $(SOURCES) tests integrations examples benchmarks scripts
 
 bench: setup
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements-bench.txt
@@ -61,3 +61,13 @@ $(NETNS_STAMP): $(STAMP)
 	touch $@
 
 test: $(NETNS_STAMP)
+
+# What a registry would get: build the four distributions (sdist + wheel), check them as
+# a registry does, then install each alone from the built wheels into an empty virtualenv
+# and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo
+dist-check: setup
+	rm -rf dist
+	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
+	$(BIN)/twine check --strict dist/*
+	$(BIN)/python scripts/check_distributions.py dist
