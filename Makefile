@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src
 
-.PHONY: setup test demo lint format bench clean dist-check
+.PHONY: setup test demo lint format bench clean dist-check docs
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,6 +41,7 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/offprompt
 	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site-lint
 
 format: setup
 	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks scripts
@@ -71,3 +72,8 @@ dist-check: setup
 	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
 	$(BIN)/twine check --strict dist/*
 	$(BIN)/python scripts/check_distributions.py dist
+
+# The documentation site (mkdocs-material + mkdocstrings) into site/; `make lint` builds it
+# with --strict too, so a broken link or reference fails there.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
