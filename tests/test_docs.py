@@ -17,7 +17,11 @@ DOCS = [
     ROOT / "CHANGELOG.md",
     ROOT / "CONTRIBUTING.md",
     *sorted((ROOT / "benchmarks").glob("*.md")),
+    *sorted((ROOT / "integrations").glob("*/README.md")),
 ]
+# Pages that leave the repository (the docs site, the adapters' registry pages) link to
+# its files by their address on the project's home; those files must exist too.
+BLOB = re.compile(r"\]\(https://github\.com/offprompt/offprompt/(?:blob|tree)/main/([^)#\s]+)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -32,6 +36,16 @@ def test_relative_links_resolve_inside_the_repository(doc: Path) -> None:
         target = (doc.parent / link).resolve()
         assert target.is_relative_to(ROOT), f"{doc.name} links outside the repository: {link}"
         assert target.exists(), f"{doc.name} links to a missing file: {link}"
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [*DOCS, *sorted((ROOT / "docs").rglob("*.md"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_links_to_the_projects_home_name_files_that_exist(doc: Path) -> None:
+    for path in BLOB.findall(doc.read_text(encoding="utf-8")):
+        assert (ROOT / path).exists(), f"{doc.relative_to(ROOT)} links to a missing file: {path}"
 
 
 def test_the_benchmarks_readme_names_every_script() -> None:
@@ -81,7 +95,9 @@ def snippets(page: Path) -> list[Snippet]:
             if info.split(" ")[0] in ("python", "py"):
                 before = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
                 mark = NO_RUN_MARK.match(before)
-                found.append(Snippet(page, start + 1, "\n".join(body) + "\n", mark and mark.group(1)))
+                found.append(
+                    Snippet(page, start + 1, "\n".join(body) + "\n", mark and mark.group(1))
+                )
         i += 1
     return found
 
@@ -105,7 +121,9 @@ def test_no_run_blocks_are_few_and_listed() -> None:
     for page in SNIPPET_PAGES:
         for s in snippets(page):
             if s.no_run is not None:
-                marked.setdefault(str(page.relative_to(ROOT)), []).append(f"line {s.line}: {s.no_run}")
+                marked.setdefault(str(page.relative_to(ROOT)), []).append(
+                    f"line {s.line}: {s.no_run}"
+                )
     assert {page: len(reasons) for page, reasons in marked.items()} == NO_RUN, marked
 
 
