@@ -150,3 +150,49 @@ def test_every_python_block_of_the_page_runs(
                 exec(code, namespace)
         except Exception as exc:
             raise AssertionError(f"the ```python block at {where} failed: {exc!r}") from exc
+
+
+# --- The README is the front door (issue 27): short, the install table, the quick starts ---
+
+
+def test_the_readme_is_a_front_door_that_links_every_docs_page() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200, "README.md is the front door: move details to docs/"
+    for distribution in (
+        "offprompt",
+        "offprompt-langchain",
+        "offprompt-llamaindex",
+        "offprompt-demo",
+    ):
+        assert f"pip install {distribution}`" in text, distribution
+    for extra in ('"offprompt[mcp]"', '"offprompt[postgres]"', '"offprompt-langchain[agents]"'):
+        assert f"pip install {extra}" in text, extra
+    # the three quick starts: LangChain (history, checkpointer, a wrapped tool), LlamaIndex, migrating
+    for name in (
+        "OffpromptChatMessageHistory(",
+        "checkpointer=OffpromptSaver()",
+        "offprompt_tool(",
+        "OffpromptMemory.from_defaults(",
+        "TaskMemoryToolSpec(",
+    ):
+        assert name in text, name
+    linked = set(BLOB.findall(text))
+    pages = {str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")}
+    guides = {
+        p for p in pages if p.startswith(("docs/guides/", "docs/concepts/", "docs/operations/"))
+    }
+    assert guides - linked == set(), f"README.md does not link {sorted(guides - linked)}"
+
+
+def test_the_readme_keeps_the_two_contributor_commands() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Contributing\n\n```bash\n(.*?)```", text, re.S)
+    assert block, "README.md has no Contributing section with a bash block"
+    commands = [line.split("#")[0].strip() for line in block.group(1).splitlines()]
+    assert commands == ["make demo", "make test"]
+
+
+def test_user_docs_do_not_speak_of_issue_numbers() -> None:
+    for page in SNIPPET_PAGES:
+        found = re.findall(r"(?i)\bissue[ -]\d+", page.read_text(encoding="utf-8"))
+        assert not found, f"{page.relative_to(ROOT)} speaks of {found}"
