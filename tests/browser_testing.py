@@ -25,19 +25,25 @@ def chromium() -> str:
     )
 
 
+# Headless, no sandbox (root in CI), nothing fetched in the background.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--proxy-server=127.0.0.1:9",  # anything that tries the network (beyond loopback) fails
+)
+
+
 def dump_dom(url: str, profile: Path, *, budget_ms: int = 5000) -> str:
     """The DOM of ``url`` after ``budget_ms`` of virtual time (scripts, workers, loads)."""
     done = subprocess.run(
         [
             chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--proxy-server=127.0.0.1:9",  # anything that tries the network fails
+            *FLAGS,
             f"--user-data-dir={profile}",
             f"--virtual-time-budget={budget_ms}",
             "--dump-dom",
@@ -69,14 +75,7 @@ class Browser:
         self._proc = subprocess.Popen(
             [
                 chromium(),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--proxy-server=127.0.0.1:9",
+                *FLAGS,
                 f"--user-data-dir={profile}",
                 "--remote-debugging-pipe",
                 "about:blank",
