@@ -7,12 +7,12 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test demo lint format bench clean
+.PHONY: setup test demo lint format bench clean dist-check docs
 
-$(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml requirements-dev.txt
+$(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(PACKAGES) -r requirements-dev.txt
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(PACKAGES) --group dev
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -37,14 +37,15 @@ demo: setup
 	$(BIN)/offprompt demo
 
 lint: setup
-	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks
+	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/offprompt
 	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site-lint
 
 format: setup
-	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks
-	$(BIN)/ruff format $(SOURCES) tests integrations examples benchmarks
+	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks scripts
+	$(BIN)/ruff format $(SOURCES) tests integrations examples benchmarks scripts
 
 bench: setup
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements-bench.txt
@@ -61,3 +62,18 @@ $(NETNS_STAMP): $(STAMP)
 	touch $@
 
 test: $(NETNS_STAMP)
+
+# What a registry would get: build the four distributions (sdist + wheel), check them as
+# a registry does, then install each alone from the built wheels into an empty virtualenv
+# and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo
+dist-check: setup
+	rm -rf dist
+	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
+	$(BIN)/twine check --strict dist/*
+	$(BIN)/python scripts/check_distributions.py dist
+
+# The documentation site (mkdocs-material + mkdocstrings) into site/; `make lint` builds it
+# with --strict too, so a broken link or reference fails there.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site

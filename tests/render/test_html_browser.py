@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
+from browser_testing import dump_dom
 from PIL import Image
 
 from offprompt.artifacts import ImageArtifact
@@ -37,39 +36,8 @@ REFERENCE = (
 )
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    raise AssertionError(
-        "chromium is not installed: run `apt-get install -y chromium` (make test does)"
-    )
-
-
 def _dump_dom(page: Path, profile: Path) -> str:
-    done = subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--proxy-server=127.0.0.1:9",  # anything that tries the network fails
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            page.resolve().as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    return dump_dom(page.resolve().as_uri(), profile)
 
 
 def _png(color: str, size: tuple[int, int]) -> bytes:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from smolagents import memory as sm  # a dev dependency: requirements-dev.txt
+from smolagents import memory as sm  # a dev dependency: pyproject's [dependency-groups]
 from smolagents.models import ChatMessage, MessageRole, tool_role_conversions
 from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentExecutionError, AgentParsingError
