@@ -82,6 +82,14 @@ SCENARIOS = [
     Scenario(
         "offprompt-llamaindex", "offprompt-llamaindex", ROOT / "integrations/llamaindex/README.md"
     ),
+    Scenario(
+        "offprompt-openai-agents",
+        "offprompt-openai-agents",
+        ROOT / "integrations/openai_agents/README.md",
+    ),
+    Scenario(
+        "offprompt-anthropic", "offprompt-anthropic", ROOT / "integrations/anthropic/README.md"
+    ),
 ]
 
 

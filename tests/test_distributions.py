@@ -1,4 +1,4 @@
-"""The four distributions are releasable together (issue 27): pins, license, metadata."""
+"""Every distribution is releasable together with the others: pins, license, metadata."""
 
 from __future__ import annotations
 
@@ -12,13 +12,29 @@ from packaging.version import Version
 import offprompt
 
 ROOT = Path(__file__).resolve().parents[1]
+# The core and every adapter under integrations/ (a new one is checked without being listed).
 PROJECTS = {
-    "offprompt": ROOT / "pyproject.toml",
-    "offprompt-langchain": ROOT / "integrations/langchain/pyproject.toml",
-    "offprompt-llamaindex": ROOT / "integrations/llamaindex/pyproject.toml",
-    "offprompt-demo": ROOT / "integrations/demo/pyproject.toml",
+    tomllib.loads(path.read_text(encoding="utf-8"))["project"]["name"]: path
+    for path in [ROOT / "pyproject.toml", *sorted(ROOT.glob("integrations/*/pyproject.toml"))]
 }
 OURS = set(PROJECTS)
+
+
+def test_every_adapter_is_found_and_built_by_dist_check() -> None:
+    assert len(PROJECTS) >= 6, sorted(PROJECTS)
+    dists = (
+        next(
+            line
+            for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+            if line.startswith("DISTS :=")
+        )
+        .split(":=")[1]
+        .split()
+    )
+    assert sorted(dists) == sorted(
+        "." if path.parent == ROOT else str(path.parent.relative_to(ROOT))
+        for path in PROJECTS.values()
+    )
 
 
 def project(name: str) -> dict:
