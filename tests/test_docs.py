@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import sys
+import types
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,7 +139,11 @@ def test_every_python_block_of_the_page_runs(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OFFPROMPT_HOME", str(tmp_path / ".offprompt"))
-    namespace: dict[str, object] = {"__name__": "__docs__"}
+    # The page runs as a module of its own, so what needs one (a dataclass looks its
+    # module up in sys.modules) works as it does in a user's script.
+    module = types.ModuleType("__docs__")
+    monkeypatch.setitem(sys.modules, "__docs__", module)
+    namespace: dict[str, object] = module.__dict__
     for s in snippets(page):
         if s.no_run is not None:
             continue
