@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from offprompt.artifacts import TextArtifact
-from offprompt.task_memory import OutputStats, TaskMemory
-from offprompt.task_memory.card import csv_shape, sniff_kind
-from offprompt.task_memory.json_view import breadth_first, outline, sample
+from offprompt.task_memory import OutputStats, TaskMemory, json_view
+from offprompt.task_memory import card as card_module
+from offprompt.task_memory.card import sniff_kind
+from offprompt.task_memory.json_view import outline
 from offprompt.task_memory.offload import OffloadPolicy
 
 GALLERY = Path(__file__).parent / "gallery"
@@ -77,7 +78,7 @@ def test_thousands_of_top_level_keys_show_the_first_and_a_count() -> None:
 
 def test_a_cut_outline_keeps_shallow_lines_and_their_parents() -> None:
     text = "root\n  a\n    a1\n      a11\n    a2\n  b\n    b1\n  c"
-    kept, left = breadth_first(text, 5)
+    kept, left = json_view.breadth_first(text, 5)
     assert kept == ["root", "  a", "    a1", "  b", "  c"] and left == 3
 
 
@@ -92,8 +93,8 @@ def test_pretty_printed_json_shows_a_compact_first_item_not_its_brackets(
     assert "sample statuses[0] (compact JSON):" in card
     assert '{"metadata":{"result_type":"recent"' in card
     assert '1: "{"' not in card and '"  \\"statuses\\": ["' not in card
-    assert sample([]) == ("@", "[]") and sample(3) is None
-    assert sample({"values": [1, 2, 3]}) == ("values[:8]", "[1,2,3]")
+    assert json_view.sample([]) == ("@", "[]") and json_view.sample(3) is None
+    assert json_view.sample({"values": [1, 2, 3]}) == ("values[:8]", "[1,2,3]")
 
 
 def test_json_lines_of_arrays_with_a_header_row_show_the_column_names(
@@ -134,7 +135,7 @@ def test_a_timestamp_comma_is_not_a_csv() -> None:
 def test_a_real_csv_is_csv_with_its_column_count(table: Path) -> None:
     text = table.read_bytes().decode("utf-8")
     assert sniff_kind(text[:8192]) == "csv"
-    found = csv_shape(text[:8192])
+    found = card_module.csv_shape(text[:8192])
     assert found is not None
     assert found[0] == len(next(csv.reader(io.StringIO(text))))
 
