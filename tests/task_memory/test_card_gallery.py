@@ -98,3 +98,18 @@ def test_card_of_a_real_output(memory: TaskMemory, name: str) -> None:
         f"the card of {name} changed; if that is intended, regenerate the golden files "
         "(OFFPROMPT_REGENERATE_CARDS=1, see this module's docstring) and review the diff"
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "loghub_HDFS.log",
+        "twitter_trimmed.json",
+        "citm_catalog_trimmed.json",
+        "loghub_Android_structured.csv",
+    ],
+)
+def test_the_readme_shows_the_real_cards(name: str) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    card = (GALLERY / f"{name}.card.txt").read_bytes().decode("utf-8")
+    assert f"```text\n{card}```" in readme, f"README.md's card of {name} is not the golden one"
