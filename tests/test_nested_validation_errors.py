@@ -49,4 +49,4 @@ def test_other_problems_keep_their_path_and_value() -> None:
     )
     with pytest.raises(ValidationError) as long_value:
         Message(role="user", content="x", id=123)
-    assert "Message.id: Input should be a valid string (got 123)" == str(long_value.value)
+    assert str(long_value.value) == "Message.id: Input should be a valid string (got 123)"

@@ -131,7 +131,7 @@ def _problems(model: str, exc: PydanticValidationError) -> list[tuple[str, str |
         message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         # A message that names its own field ("TextArtifact.value contains ...") needs no
         # "<root>" path in front of it.
-        named = message.startswith(f"{model}.") or message.startswith(f"{where}:")
+        named = message.startswith((f"{model}.", f"{where}:"))
         text = message if named else f"{where}: {message}"
         got = _shown(context["value"]) if "value" in context else _shown(err.get("input"))
         problems.append((text, got))
@@ -145,7 +145,9 @@ def describe_pydantic_error(model: str, exc: PydanticValidationError) -> str:
     the bad value: ``Message.content: TextArtifact.value contains a lone surrogate ...
     (got 'bad \\ud83d here')``.
     """
-    return "; ".join(text if got is None else f"{text} (got {got})" for text, got in _problems(model, exc))
+    return "; ".join(
+        text if got is None else f"{text} (got {got})" for text, got in _problems(model, exc)
+    )
 
 
 def validation_error(model: str, exc: PydanticValidationError) -> ValidationError:

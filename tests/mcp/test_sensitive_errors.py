@@ -18,7 +18,7 @@ async def test_a_sensitive_tools_error_stays_off_prompt(home, call_memory) -> No
             assert word not in text
         (reference,) = (result.meta or {})["offprompt/references"]
         assert reference["sensitive"] is True and reference["is_error"] is True
-        assert f'({reference["kind"]}, {reference["bytes"]:,} bytes, 1 line' in text
+        assert f"({reference['kind']}, {reference['bytes']:,} bytes, 1 line" in text
         assert f'artifact_namespace "{reference["artifact_namespace"]}"' in text
         stored = await call_memory(session, "read_memory", reference["artifact_namespace"])
         assert "hunter2-s3cr3t" in stored

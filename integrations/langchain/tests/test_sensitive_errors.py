@@ -44,7 +44,10 @@ async def test_offprompt_tool_keeps_a_sensitive_error_off_prompt() -> None:
     handled = offprompt_tool(
         vault.model_copy(update={"handle_tool_error": True}), memory, sensitive=True
     )
-    for message in (handled.invoke(call({"record_id": 1})), await handled.ainvoke(call({"record_id": 1}))):
+    for message in (
+        handled.invoke(call({"record_id": 1})),
+        await handled.ainvoke(call({"record_id": 1})),
+    ):
         assert isinstance(message, ToolMessage) and message.status == "error"
         _assert_secret_kept(memory, str(message.content), message.artifact)
     # Not handled: raised as the reference, which whoever reports it shows instead.
@@ -58,9 +61,7 @@ def test_middleware_keeps_a_sensitive_error_off_prompt() -> None:
     memory = TaskMemory()
     model = ScriptedChatModel(script=[tool_call("vault", {"record_id": 7}), "done"])
     handled = vault.model_copy(update={"handle_tool_error": True})
-    agent = create_agent(
-        model, [handled], middleware=[OffpromptMiddleware(memory, sensitive=True)]
-    )
+    agent = create_agent(model, [handled], middleware=[OffpromptMiddleware(memory, sensitive=True)])
     state = agent.invoke({"messages": [HumanMessage("fetch record 7")]})
     (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert message.status == "error"

@@ -18,7 +18,7 @@ from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import StoredReference
 
 sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of, tool_call  # noqa: E402
+from li_scripted import ScriptedFunctionLLM, text_of, tool_call
 
 SECRET = "record malformed: {'password': 'hunter2-s3cr3t', 'user': 'ada'}"
 REF = re.compile(r'memory_name "([^"]+)" and artifact_namespace "([^"]+)"')
@@ -71,12 +71,13 @@ async def test_through_an_agent_the_model_never_reads_the_error_but_can_fetch_it
     def read_it(messages: list[Any]) -> Any:
         found = REF.search(text_of(messages[-1:]))
         assert found is not None
-        return tool_call(
-            "read_memory", "c2", memory_name=found[1], artifact_namespace=found[2]
-        )
+        return tool_call("read_memory", "c2", memory_name=found[1], artifact_namespace=found[2])
 
     llm = ScriptedFunctionLLM(script=[tool_call("vault", "c1", record_id=7), read_it, "done"])
-    tools = [offprompt_tool(vault, memory, sensitive=True), *TaskMemoryToolSpec(memory).to_tool_list()]
+    tools = [
+        offprompt_tool(vault, memory, sensitive=True),
+        *TaskMemoryToolSpec(memory).to_tool_list(),
+    ]
     assert str(await FunctionAgent(tools=tools, llm=llm).run("fetch record 7")) == "done"
     after_error = text_of(llm.calls[1])
     assert "hunter2" not in after_error and "stored off-prompt" in after_error

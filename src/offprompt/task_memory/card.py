@@ -185,7 +185,10 @@ CONTENT_FIELDS: dict[str, Any] = {
 
 def shape_only(stats: dict[str, Any]) -> dict[str, Any]:
     """``stats`` (an :class:`OutputStats` dump) without its content: sizes and shape only."""
-    empty = {key: list(value) if isinstance(value, list) else value for key, value in CONTENT_FIELDS.items()}
+    empty = {
+        key: list(value) if isinstance(value, list) else value
+        for key, value in CONTENT_FIELDS.items()
+    }
     return {**stats, **empty}
 
 

@@ -90,8 +90,10 @@ def _object_children(objects: list[dict[str, Any]]) -> list[_Child]:
         for key, value in obj.items():
             if key in found or len(found) < _KEYS_PER_OBJECT:
                 found.setdefault(key, []).append(value)
-    total = len(set().union(*(obj.keys() for obj in objects))) if len(objects) > 1 else (
-        len(objects[0]) if objects else 0
+    total = (
+        len(set().union(*(obj.keys() for obj in objects)))
+        if len(objects) > 1
+        else (len(objects[0]) if objects else 0)
     )
     children: list[_Child] = []
     for key, values in found.items():
@@ -110,8 +112,10 @@ def _shape(values: list[Any]) -> tuple[str, list[_Child]]:
     objects = [v for v in values if isinstance(v, dict)]
     arrays = [v for v in values if isinstance(v, list)]
     if kinds == ["object"]:
-        keys = list(objects[0]) if len(objects) == 1 else list(
-            dict.fromkeys(k for obj in objects for k in obj)
+        keys = (
+            list(objects[0])
+            if len(objects) == 1
+            else list(dict.fromkeys(k for obj in objects for k in obj))
         )
         if _id_keyed(keys):
             # {"205705993": ..., "205705994": ...}: the keys are data, the values the shape.
@@ -138,7 +142,9 @@ def _shape(values: list[Any]) -> tuple[str, list[_Child]]:
     return " | ".join(sorted(kinds)), children
 
 
-def _build(label: str, values: list[Any], depth: int, level: int, out: list[tuple[int, str]]) -> None:
+def _build(
+    label: str, values: list[Any], depth: int, level: int, out: list[tuple[int, str]]
+) -> None:
     if len(out) >= _MAX_BUILT_LINES:
         return
     desc, children = _shape(values)
