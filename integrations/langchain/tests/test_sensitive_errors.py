@@ -16,7 +16,7 @@ from offprompt_langchain.testing import ScriptedChatModel, tool_call
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import StoredReference
 
-SECRET = "record malformed: {'password': 'hunter2-s3cr3t', 'user': 'ada'}"
+SECRET = "record malformed: {'password': 'hunter2-s3cr3t', 'user': 'lovelace-9'}"
 
 
 @tool
@@ -30,7 +30,7 @@ def call(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _assert_secret_kept(memory: TaskMemory, text: str, artifact: Any) -> None:
-    for word in ("hunter2", "password", "malformed", "ada"):
+    for word in ("hunter2", "password", "malformed", "lovelace"):
         assert word not in text
     reference = StoredReference.from_artifact(artifact)
     assert reference is not None and reference.sensitive and reference.is_error

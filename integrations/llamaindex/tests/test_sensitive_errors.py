@@ -20,7 +20,7 @@ from offprompt.task_memory.offload import StoredReference
 sys.path.insert(0, str(Path(__file__).parent))
 from li_scripted import ScriptedFunctionLLM, text_of, tool_call
 
-SECRET = "record malformed: {'password': 'hunter2-s3cr3t', 'user': 'ada'}"
+SECRET = "record malformed: {'password': 'hunter2-s3cr3t', 'user': 'lovelace-9'}"
 REF = re.compile(r'memory_name "([^"]+)" and artifact_namespace "([^"]+)"')
 
 
@@ -44,7 +44,7 @@ class ReturnsError(BaseTool):
 
 def _assert_secret_kept(memory: TaskMemory, out: ToolOutput) -> None:
     assert out.is_error
-    for word in ("hunter2", "password", "malformed", "ada"):
+    for word in ("hunter2", "password", "malformed", "lovelace"):
         assert word not in out.content
     reference = StoredReference.from_artifact(out.raw_output)
     assert reference is not None and reference.sensitive and reference.is_error
