@@ -50,6 +50,7 @@ def lone_surrogate_error(text: str, *, what: str) -> ValidationError | None:
         "fix the source's \\u escape)",
         what=what,
         position=found.start(),
+        value=text,
     )
 
 
@@ -99,29 +100,66 @@ def escape_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def describe_pydantic_error(model: str, exc: PydanticValidationError) -> str:
-    """One line per problem: ``Message.role: Input should be 'system', ... (got 'robot')``."""
-    parts = []
+def _shown(value: Any) -> str:
+    try:
+        shown = repr(value)
+    except RecursionError:  # a deeply nested input: show its outer levels only
+        shown = reprlib.repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _problems(model: str, exc: PydanticValidationError) -> list[tuple[str, str | None]]:
+    """``(where and what, shortened bad value)`` for each problem of ``exc``.
+
+    A problem raised by an inner offprompt model (``Message.content`` holding a
+    ``TextArtifact``) is the inner problem with the outer field path in front: said once,
+    with the innermost (most precise) value, not once per level.
+    """
+    problems: list[tuple[str, str | None]] = []
     for err in exc.errors(include_url=False):
-        location = ".".join(str(p) for p in err.get("loc", ())) or "<root>"
-        given = err.get("input")
-        try:
-            shown = repr(given)
-        except RecursionError:  # a deeply nested input: show its outer levels only
-            shown = reprlib.repr(given)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
+        location = ".".join(str(p) for p in err.get("loc", ()))
+        where = f"{model}.{location}" if location else model
+        inner = (err.get("ctx") or {}).get("error")
+        context = inner.context if isinstance(inner, OffpromptError) else {}
+        nested = context.get("problems")
+        if nested:
+            problems.extend(
+                (text if not location or text.startswith(where) else f"{where}: {text}", got)
+                for text, got in nested
+            )
+            continue
         message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        parts.append(f"{model}.{location}: {message} (got {shown})")
-    return "; ".join(parts)
+        # A message that names its own field ("TextArtifact.value contains ...") needs no
+        # "<root>" path in front of it.
+        named = message.startswith((f"{model}.", f"{where}:"))
+        text = message if named else f"{where}: {message}"
+        got = _shown(context["value"]) if "value" in context else _shown(err.get("input"))
+        problems.append((text, got))
+    return problems
+
+
+def describe_pydantic_error(model: str, exc: PydanticValidationError) -> str:
+    """One part per problem: ``Message.role: unknown role 'robot'; ... (got 'robot')``.
+
+    Nested models say each problem once, with the field path and one shortened copy of
+    the bad value: ``Message.content: TextArtifact.value contains a lone surrogate ...
+    (got 'bad \\ud83d here')``.
+    """
+    return "; ".join(
+        text if got is None else f"{text} (got {got})" for text, got in _problems(model, exc)
+    )
 
 
 def validation_error(model: str, exc: PydanticValidationError) -> ValidationError:
-    return ValidationError(describe_pydantic_error(model, exc), model=model)
+    return ValidationError(
+        describe_pydantic_error(model, exc), model=model, problems=_problems(model, exc)
+    )
 
 
 def deserialization_error(model: str, exc: PydanticValidationError) -> DeserializationError:
-    return DeserializationError(describe_pydantic_error(model, exc), model=model)
+    return DeserializationError(
+        describe_pydantic_error(model, exc), model=model, problems=_problems(model, exc)
+    )
 
 
 def _too_deep(what: str) -> str:

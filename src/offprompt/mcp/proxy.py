@@ -279,7 +279,12 @@ class Proxy:
         try:
             result: types.CallToolResult = await self._request(request, types.CallToolResult)
         except McpError as exc:
-            return types.ServerResult(text_result(self._failure(name, exc), is_error=True))
+            failure = self._failure(name, exc)
+            if failure is not None:
+                return types.ServerResult(text_result(failure, is_error=True))
+            # The upstream's own error is the tool's output: the offload policy decides
+            # (a sensitive tool's error shows its size and reference, never its text).
+            result = text_result(exc.error.message, is_error=True)
         try:
             return types.ServerResult(await self._offload(name, result))
         except OffpromptError as exc:
@@ -292,7 +297,9 @@ class Proxy:
                 )
             )
 
-    def _failure(self, name: str, exc: McpError) -> str:
+    def _failure(self, name: str, exc: McpError) -> str | None:
+        """The proxy's message when the upstream is gone or timed out; ``None`` when the
+        error is the upstream's own."""
         if self.upstream.gone.is_set() or exc.error.code == types.CONNECTION_CLOSED:
             return (
                 f"offprompt mcp proxy: the upstream MCP server exited during the call to "
@@ -303,7 +310,7 @@ class Proxy:
                 f"offprompt mcp proxy: the upstream MCP server did not answer the call to "
                 f"{name!r} within {self.upstream.timeout.total_seconds():g} s (--timeout)"
             )
-        return f"{exc.error.message}"
+        return None
 
     async def _offload(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
         is_error = bool(result.isError)

@@ -12,16 +12,29 @@ either (its quotes come out as ``\\"``, and it never starts a line).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from offprompt.task_memory.json_view import breadth_first
 from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
 
-__all__ = ["Kind", "OutputStats", "render_card", "sniff_kind", "tools_for"]
+__all__ = [
+    "CONTENT_FIELDS",
+    "Kind",
+    "OutputStats",
+    "csv_fields",
+    "csv_shape",
+    "render_card",
+    "shape_only",
+    "sniff_kind",
+    "tools_for",
+]
 
 Kind = Literal["text", "json", "ndjson", "csv", "binary", "image"]
 
@@ -32,6 +45,11 @@ PREVIEW_LINES = 3
 _CARD_PREFIX = "[stored output]"
 _SNIFF_CHARS = 8192
 _CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+#: Complete lines of the sample a CSV must parse consistently.
+_CSV_SAMPLE_LINES = 20
+# A field that is only a date and/or time: "2016-09-28 04:30:30", "081109 203615".
+_TIMESTAMP = re.compile(r"[\d\s:./TZ+-]*\d{2}[:./-]\d{2}[\d\s:./TZ+-]*")
+_NUMBER = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|(\d[\d_,]*)?\.?\d+([eE][-+]?\d+)?)")
 
 
 class OutputStats(BaseModel):
@@ -51,7 +69,14 @@ class OutputStats(BaseModel):
         page_tokens: The memory's page unit (``TaskMemory(page_tokens=)``).
         head: The first lines, ``(line number, line cut to a bounded length)``.
         tail: The last lines, same form (empty when ``head`` already shows them all).
-        json_outline: For ``json`` / ``ndjson``: the shape (types, keys, array lengths).
+        json_outline: For ``json`` / ``ndjson``: the shape (types, keys, array lengths),
+            breadth first.
+        sample: For ``json``: a JMESPath expression and the compact JSON it selects (the
+            first item of the largest array, else the document), cut; shown instead of
+            a pretty-printed document's first lines.
+        columns: Column names: a CSV's header row, or the header array of JSON lines of
+            arrays (empty when there is none).
+        column_count: Columns of a CSV (or of JSON lines of arrays with a header row).
         indexed: Chunking, embedding and indexing have finished (``query`` is ready).
         tools: The memory tools that fit this output, best first.
         artifacts: Artifacts stored in the namespace.
@@ -67,6 +92,9 @@ class OutputStats(BaseModel):
     head: list[tuple[int, str]] = Field(default_factory=list)
     tail: list[tuple[int, str]] = Field(default_factory=list)
     json_outline: str | None = None
+    sample: tuple[str, str] | None = None
+    columns: list[str] = Field(default_factory=list)
+    column_count: int = 0
     indexed: bool = True
     tools: list[str] = Field(default_factory=list)
     artifacts: int = 1
@@ -81,12 +109,51 @@ def tools_for(kind: str) -> list[str]:
     return ["grep_memory", "read_memory", "query_memory", "summarize_memory"]
 
 
+def _complete_lines(sample: str) -> list[str]:
+    # The sample's last line may be cut short: judge the complete lines only.
+    lines = [line for line in sample.split("\n")[:-1] if line.strip()]
+    return lines[:_CSV_SAMPLE_LINES]
+
+
+def csv_shape(sample: str) -> tuple[int, list[str]] | None:
+    """``(columns, header names)`` when the start of a text reads as CSV (or TSV), else
+    ``None``; the names are empty when the first row does not look like a header.
+
+    CSV means: at least two records, every record of the sample (up to 20 complete
+    lines, quoted fields allowed) with the same number of fields, at least two; and
+    more than one timestamp comma: with two fields per record, the first may not be a
+    bare date/time (``2016-09-28 04:30:30, Info ...`` is a log line).
+    """
+    lines = _complete_lines(sample)
+    if len(lines) < 2:
+        return None
+    for delimiter in (",", "\t"):
+        if not all(delimiter in line for line in lines):
+            continue
+        try:
+            rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))
+        except csv.Error:
+            continue
+        rows = [row for row in rows if row]
+        # A quoted field may span lines: the last record of the sample may be cut.
+        if len(rows) > 2 and len(rows) < len(lines):
+            rows = rows[:-1]
+        widths = {len(row) for row in rows}
+        if len(rows) < 2 or len(widths) != 1 or min(widths) < 2:
+            continue
+        if min(widths) == 2 and all(_TIMESTAMP.fullmatch(row[0].strip()) for row in rows):
+            continue  # "time, message": a log, not a table
+        header = rows[0]
+        named = all(cell.strip() and not _NUMBER.fullmatch(cell.strip()) for cell in header)
+        return len(header), [cell.strip() for cell in header] if named else []
+    return None
+
+
 def sniff_kind(sample: str) -> Kind:
     """A kind guessed from the start of a text (``json`` / ``ndjson`` are confirmed later).
 
     NUL bytes or many control characters mean ``binary``; an opening ``{`` or ``[``
-    means JSON; a few lines with the same number (at least one) of commas or tabs mean
-    CSV; anything else is text.
+    means JSON; :func:`csv_shape` decides CSV; anything else is text.
     """
     sample = sample[:_SNIFF_CHARS]
     if not sample.strip():
@@ -96,14 +163,33 @@ def sniff_kind(sample: str) -> Kind:
         return "binary"
     if sample.lstrip()[:1] in ("{", "["):
         return "json"
-    # The sample's last line may be cut short: judge the complete lines only.
-    lines = [line for line in sample.split("\n")[:-1] if line.strip()][:5]
-    if len(lines) >= 2:
-        for sep in (",", "\t"):
-            counts = {line.count(sep) for line in lines}
-            if len(counts) == 1 and min(counts) >= 1:
-                return "csv"
-    return "text"
+    return "csv" if csv_shape(sample) is not None else "text"
+
+
+def csv_fields(sample: str) -> dict[str, Any]:
+    """The :class:`OutputStats` fields of a CSV from the start of its text (see
+    :func:`csv_shape`): ``column_count`` and ``columns``; empty when it is not CSV."""
+    found = csv_shape(sample[:_SNIFF_CHARS])
+    return {} if found is None else {"column_count": found[0], "columns": found[1]}
+
+
+#: The stats fields that hold the output's content; a sensitive output's card has none.
+CONTENT_FIELDS: dict[str, Any] = {
+    "head": [],
+    "tail": [],
+    "json_outline": None,
+    "sample": None,
+    "columns": [],
+}
+
+
+def shape_only(stats: dict[str, Any]) -> dict[str, Any]:
+    """``stats`` (an :class:`OutputStats` dump) without its content: sizes and shape only."""
+    empty = {
+        key: list(value) if isinstance(value, list) else value
+        for key, value in CONTENT_FIELDS.items()
+    }
+    return {**stats, **empty}
 
 
 def _quote(line: str) -> str:
@@ -127,11 +213,20 @@ def _count(value: int, estimated: bool) -> str:
     return f"~{value:,}"
 
 
+def _outline_lines(outline: str, limit: int) -> list[str]:
+    shown, left = breadth_first(outline, limit)
+    if left:
+        shown.append(f"… {left:,} more outline lines (json_memory outline)")
+    return shown
+
+
 def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines: int) -> str:
     size = f"{stats.bytes:,} bytes"
     parts = [f"{_CARD_PREFIX} kind: {stats.kind}", size]
     if stats.kind not in ("binary", "image") or stats.lines:
         parts.append(f"{stats.lines:,} lines")
+    if stats.column_count:
+        parts.append(f"{stats.column_count:,} columns")
     if stats.tokens or stats.kind not in ("binary", "image"):
         tokens = _count(stats.tokens, stats.tokens_estimated)
         pages = _count(stats.pages, stats.tokens_estimated)
@@ -145,17 +240,26 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
     elif not stats.indexed:
         out.append("(indexing for query_memory is still running)")
     if stats.json_outline and outline_lines:
-        lines = stats.json_outline.split("\n")
-        shown = lines[:outline_lines]
-        if len(lines) > len(shown):
-            shown.append(f"… {len(lines) - len(shown)} more outline lines (json_memory outline)")
         out.append("outline:")
-        out.extend(f"  {line}" for line in shown)
-    heads = stats.head[:head]
+        out.extend(f"  {line}" for line in _outline_lines(stats.json_outline, outline_lines))
+    if stats.columns and width:
+        names = ", ".join(_quote(name) for name in stats.columns)
+        out.append(f"columns: {cut_line(names, width)}")
+    heads, tails = stats.head[:head], stats.tail
+    if stats.sample is not None:
+        # A JSON document: its compact sample says more than its first and last lines.
+        heads, tails = [], []
+        if width:
+            expression, text = stats.sample
+            out.append(f"sample {expression} (compact JSON):")
+            out.append(f"  {cut_line(text, width * 3 // 2)}")
+    elif stats.columns:
+        heads = [h for h in stats.head if h[0] > 1][:head]  # line 1 is the header shown above
     if heads:
         out.append("first lines (as JSON strings):")
         out.extend(f"  {n}: {_quote(cut_line(text, width))}" for n, text in heads)
-    tails = [t for t in stats.tail if t[0] > (heads[-1][0] if heads else 0)][-tail:] if tail else []
+    last = heads[-1][0] if heads else (1 if stats.columns else 0)
+    tails = [t for t in tails if t[0] > last][-tail:] if tail else []
     if tails:
         out.append("last lines (as JSON strings):")
         out.extend(f"  {n}: {_quote(cut_line(text, width))}" for n, text in tails)
@@ -164,24 +268,47 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
     return "\n".join(out)
 
 
+# (first lines, last lines, characters of a line) from the richest preview to none.
+_PREVIEWS = [
+    (PREVIEW_LINES, PREVIEW_LINES, LINE_PREVIEW_CHARS),
+    (PREVIEW_LINES, PREVIEW_LINES, 120),
+    (PREVIEW_LINES, PREVIEW_LINES, 100),
+    (2, 2, 80),
+    (2, 1, 60),
+    (1, 1, 40),
+    (1, 0, 30),
+    (0, 0, 0),
+]
+
+
+def _attempts(stats: OutputStats) -> list[tuple[int, int, int, int]]:
+    """``(head, tail, width, outline lines)`` to try, best first.
+
+    An outline keeps its top level (the root and every top-level key, up to the 25
+    listed) longest: deeper outline lines go first (with a full, then a shorter
+    preview), then the preview shrinks, and only then the top level.
+    """
+    if not stats.json_outline:
+        return [(*preview, 0) for preview in _PREVIEWS]
+    lines = stats.json_outline.split("\n")
+    top = sum(1 for line in lines if len(line) - len(line.lstrip(" ")) <= 2)
+    attempts = [(*_PREVIEWS[0], n) for n in (40, 30, 24, 20, 16, 12) if n > top]
+    attempts += [(*_PREVIEWS[2], n) for n in (20, 16, 12, 8) if n > top]
+    attempts += [(*preview, top) for preview in _PREVIEWS]
+    attempts += [(0, 0, 0, n) for n in (8, 4, 2, 1, 0) if n < top]
+    return attempts
+
+
 def render_card(stats: OutputStats, *, max_tokens: int, count: Callable[[str], int]) -> str:
     """The card for ``stats`` in at most ``max_tokens`` tokens (``count`` counts them).
 
-    Fewer preview lines, shorter lines and a shorter outline are tried in turn until the
-    card fits; if even the bare summary line does not fit, the result is ``""``.
+    Fewer preview lines, shorter lines and a shorter outline (its deepest lines first)
+    are tried in turn until the card fits; if even the bare summary line does not fit,
+    the result is ``""``.
     """
     if max_tokens <= 0:
         return ""
-    attempts = [
-        (PREVIEW_LINES, PREVIEW_LINES, LINE_PREVIEW_CHARS, 12),
-        (PREVIEW_LINES, PREVIEW_LINES, 100, 8),
-        (2, 2, 80, 6),
-        (2, 1, 60, 4),
-        (1, 1, 40, 2),
-        (1, 0, 30, 1),
-        (0, 0, 0, 0),
-    ]
-    for head, tail, width, outline in attempts:
+    for head, tail, width, outline in _attempts(stats):
         card = _render(stats, head, tail, width, outline)
         if count(card) <= max_tokens:
             return card

@@ -15,7 +15,9 @@ Rules:
   ``preview=True``). Smaller outputs pass through unchanged (``reference=None``).
 * An error goes through the same rule: a large (or sensitive) error is stored and the
   model sees the error's first line (quoted as data, at most :data:`ERROR_LINE_CHARS`
-  characters), its size, then the bare reference sentence (no card). A short error passes through.
+  characters), its size, then the bare reference sentence (no card). A sensitive
+  tool's error shows no line at all: its kind, its size and the reference only. A short
+  error of a tool that is not sensitive passes through.
 * An output that cannot be stored raises :class:`OffloadError`, whose message never
   holds any of the output.
 """
@@ -352,6 +354,13 @@ class OffloadPolicy:
 
     @staticmethod
     def _error_text(output: str, reference: StoredReference, reference_text: str) -> str:
+        if reference.sensitive:
+            # A sensitive tool's error is its output: the model sees its size, never a line.
+            return (
+                f"Error: the tool failed; its error ({reference.kind}, {_size(reference)}) "
+                "was stored off-prompt because the tool is sensitive.\n"
+                f"{reference_text}"
+            )
         found = _NON_SPACE.search(output)
         start = found.start() if found else 0
         end = output.find("\n", start, start + ERROR_LINE_CHARS + 1)

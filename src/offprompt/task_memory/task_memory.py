@@ -67,7 +67,14 @@ from offprompt.scope import Scope, as_scope
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
 from offprompt.task_memory import json_view
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
-from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
+from offprompt.task_memory.card import (
+    OutputStats,
+    csv_fields,
+    render_card,
+    shape_only,
+    sniff_kind,
+    tools_for,
+)
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
 from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
@@ -460,7 +467,7 @@ class TaskMemory:
                 meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
             if meta["sensitive"]:
                 # The card never shows a sensitive output's content, only its shape.
-                stats["head"], stats["tail"], stats["json_outline"] = [], [], None
+                stats = shape_only(stats)
             meta["stats"] = stats
             # The commit point: one atomic metadata write makes the generation visible.
             self.vector_store.put_metadata(namespace, _META_KEY, meta)
@@ -815,11 +822,7 @@ class TaskMemory:
         if parsed is None:
             return {"kind": "text", "json_outline": None, "tools": tools_for("text")}
         kind, value = parsed
-        return {
-            "kind": kind,
-            "json_outline": json_view.outline(value, kind=kind),
-            "tools": tools_for(kind),
-        }
+        return {"kind": kind, **json_view.shape(kind, value), "tools": tools_for(kind)}
 
     def _parsed(
         self, view: TextView, namespace: str, meta: Mapping[str, Any]
@@ -889,13 +892,13 @@ class TaskMemory:
             values = [i.value for i in items if isinstance(i, JsonArtifact)]
             if all_json and len(entries) == len(values):  # no need to parse what we hold
                 view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
-            found = self._json_stats(view, namespace, meta)
-            stats.kind = found["kind"]
-            stats.json_outline = found["json_outline"]
+            stats = stats.model_copy(update=self._json_stats(view, namespace, meta))
+        elif kind == "csv":
+            stats = stats.model_copy(update=csv_fields(sample))
         stats.tools = tools_for(stats.kind)
         if meta.get("sensitive"):
             # The card never shows a sensitive output's content, only its shape.
-            stats.head, stats.tail, stats.json_outline = [], [], None
+            return shape_only(stats.model_dump())
         return stats.model_dump()
 
     def stats(self, namespace: str) -> OutputStats:

@@ -334,7 +334,8 @@ def offprompt_tool(
 
     Errors go through the same policy: an error of at least ``min_tokens`` tokens (any
     error, when ``sensitive``) is stored, and the model sees its first line, its size
-    and the reference: as an error ``ToolMessage`` carrying the reference when the
+    and the reference (a sensitive tool's error: its kind and size, never a line of it):
+    as an error ``ToolMessage`` carrying the reference when the
     tool handles its errors (``handle_tool_error``, whatever the exception's type), else
     raised as a ``ToolException`` whose message is that text. Smaller errors are reported exactly
     as the wrapped tool reports them; bad input (argument validation) is never stored.

@@ -205,7 +205,8 @@ def offprompt_tool(
         ``bytes``, ``lines``, ``tokens``, ``is_error``, ``sensitive`` ...). Errors go
         through the same policy: a large (or sensitive) error, raised or returned as
         ``is_error``, becomes ``ToolOutput(is_error=True)`` with its first line, its
-        size and the reference; a short one is raised or returned as the wrapped tool
+        size and the reference (a sensitive tool's error: its kind and size, never a
+        line of it); a short one is raised or returned as the wrapped tool
         does (agents turn a raised error into ``ToolOutput(is_error=True)``).
 
     Raises:
