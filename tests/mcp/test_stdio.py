@@ -52,7 +52,9 @@ def test_a_line_over_the_bound_keeps_only_its_ends_and_names_its_request():
     error = oversized_error(first, 10_000)
     assert error is not None and error["jsonrpc"] == "2.0" and error["id"] == 7
     assert error["error"]["code"] == -32603  # internal error
-    assert "0.1 MB, over the proxy's limit of 0.01 MB (--max-message-mb)" in error["error"]["message"]
+    assert (
+        "0.1 MB, over the proxy's limit of 0.01 MB (--max-message-mb)" in error["error"]["message"]
+    )
 
 
 def test_an_oversized_line_without_a_visible_id_gives_no_answer():

@@ -126,7 +126,9 @@ def make_server(
     the JSON-RPC error ``-32602``) and derives the server's capabilities from the
     methods handled.
     """
-    server: Server[Any, Any] = Server(name, version=version, instructions=instructions)
+    # 2.x wants a string ("" when unversioned), 1.x takes None for its own default.
+    named: dict[str, Any] = {} if version is None else {"version": version}
+    server: Server[Any, Any] = Server(name, instructions=instructions, **named)
     for method, handler in handlers.items():
         request_name, params_name, result_name = METHODS[method]
         if MAJOR >= 2:
