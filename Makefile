@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src
 
-.PHONY: setup test demo lint format bench clean
+.PHONY: setup test test-latest demo lint format bench clean
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -51,7 +51,7 @@ bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -61,3 +61,25 @@ $(NETNS_STAMP): $(STAMP)
 	touch $@
 
 test: $(NETNS_STAMP)
+
+# What a user gets: a second virtualenv with the newest release of every dependency the
+# four distributions' declared ranges allow (no dev-only pins: requirements-dev.txt's
+# langchain-mcp-adapters pins mcp<2, so .venv has mcp 1.x and this one 2.x), plus only
+# the test tools, running the tests that touch each dependency's API.
+LATEST := .venv-latest
+LATEST_TOOLS := pytest pytest-asyncio pytest-timeout pytest-socket pytest-xdist hypothesis \
+	langchain-tests langgraph-checkpoint-conformance langgraph-checkpoint-sqlite
+LATEST_TESTS := tests/mcp integrations/langchain/tests integrations/llamaindex/tests \
+	tests/postgres tests/stores/test_postgres.py tests/stores/test_qdrant.py tests/vectors
+# Not here: tests/mcp/test_langchain_adapter.py needs langchain-mcp-adapters, which
+# requires mcp<2; it runs in `make test` (mcp 1.x) and cannot run on mcp 2.
+LATEST_EXCLUDED := --ignore=tests/mcp/test_langchain_adapter.py
+LATEST_SHOWN := mcp pydantic langchain-core langchain langgraph langgraph-checkpoint llama-index-core \
+	psycopg psycopg-pool qdrant-client qdrant-edge-py tiktoken numpy
+
+test-latest: setup $(PG_STAMP)
+	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
+	$(BIN)/uv pip install --quiet --upgrade --resolution highest --python $(LATEST)/bin/python \
+		$(PACKAGES) $(LATEST_TOOLS)
+	@$(LATEST)/bin/python -c 'import importlib.metadata as m, sys; print("newest releases:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))' $(LATEST_SHOWN)
+	$(LATEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(LATEST_EXCLUDED) $(LATEST_TESTS)
