@@ -61,3 +61,53 @@ def text_of(result: Any) -> str:
     """The text of a tool result's one text block."""
     assert len(result.content) == 1, result.content
     return str(result.content[0].text)
+
+
+def wire(model: Any) -> dict[str, Any]:
+    """An SDK model as the protocol names its fields (``isError``, ``structuredContent``,
+    ``outputSchema``...): the SDK 1.x attributes are camelCase, 2.x's snake_case."""
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json")
+    return dumped
+
+
+async def cancel_a_call(session: ClientSession, tool: str, *, after: float) -> BaseException | None:
+    """Call ``tool`` and cancel the call ``after`` seconds later, as the SDK's client does.
+
+    1.x: the client sends ``notifications/cancelled`` itself (the SDK sends none when
+    the caller gives up) and the server answers the request with an error, returned
+    here. 2.x: the caller's task is cancelled, the SDK sends ``notifications/cancelled``
+    and the server answers nothing: ``None``.
+    """
+    import anyio
+
+    from offprompt.mcp._sdk import MAJOR, MCPError
+
+    outcome: list[BaseException] = []
+    if MAJOR >= 2:
+        with anyio.move_on_after(after) as scope:
+            await session.call_tool(tool, {})
+        assert scope.cancelled_caught, "the call ended before it was cancelled"
+        return None
+
+    from mcp import types
+
+    request_id = session._request_id  # type: ignore[attr-defined]  # the id call_tool is about to use
+
+    async def call() -> None:
+        try:
+            await session.call_tool(tool, {})
+        except MCPError as exc:
+            outcome.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await anyio.sleep(after)
+        await session.send_notification(
+            types.ClientNotification(  # type: ignore[operator]
+                types.CancelledNotification(
+                    params=types.CancelledNotificationParams(requestId=request_id)
+                )
+            )
+        )
+    (error,) = outcome
+    return error

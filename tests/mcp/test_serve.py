@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mcp_testing import OFFPROMPT, connect, serve_command, text_of
+from mcp_testing import OFFPROMPT, connect, serve_command, text_of, wire
 
 from offprompt.artifacts import TextArtifact
 from offprompt.longterm import LongTermMemory, MemoryFragment
@@ -75,7 +75,7 @@ async def test_serve_reads_what_the_demo_stored(demo_home, call_memory):
             await session.call_tool("search_longterm", {"query": "anything"})
         )
         refused = await session.call_tool("store_output", {"tool_name": "x", "text": "y"})
-        assert refused.isError and "unknown tool 'store_output'" in text_of(refused)
+        assert wire(refused)["isError"] and "unknown tool 'store_output'" in text_of(refused)
 
 
 def _scoped_home(home: Path) -> str:
@@ -147,7 +147,7 @@ async def test_allow_write_stores_appends_and_forgets_after_confirmation(home, c
         assert asked.startswith("This deletes everything stored for") and "confirm=true" in asked
         assert "step 7" in await call_memory(session, "read_memory", namespace)  # still there
         done = await session.call_tool("forget_scope", {"confirm": True})
-        assert not done.isError
+        assert not wire(done)["isError"]
         assert text_of(await session.call_tool("list_outputs", {})) == (
             "No stored outputs in this scope."
         )
@@ -159,7 +159,7 @@ async def test_forget_needs_a_scope_and_bad_arguments_are_named(home):
         refused = text_of(await session.call_tool("forget_scope", {"confirm": True}))
         assert refused.startswith("Refused: this server has no scope.")
         bad = await session.call_tool("read_session", {"session_id": "s1", "limit": 0})
-        assert bad.isError and "bad arguments for read_session (limit)" in text_of(bad)
+        assert wire(bad)["isError"] and "bad arguments for read_session (limit)" in text_of(bad)
 
 
 def test_a_home_already_open_elsewhere_is_refused_with_what_to_do(home):

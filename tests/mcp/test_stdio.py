@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from mcp import types
-
 from offprompt.mcp._stdio import LineBuffer, Oversized, oversized_error
 
 
@@ -52,10 +50,10 @@ def test_a_line_over_the_bound_keeps_only_its_ends_and_names_its_request():
     assert small == b'{"jsonrpc":"2.0"}\n'  # the bound applies per line
 
     error = oversized_error(first, 10_000)
-    assert error is not None and isinstance(error.root, types.JSONRPCError)
-    assert error.root.id == 7
+    assert error is not None and error["jsonrpc"] == "2.0" and error["id"] == 7
+    assert error["error"]["code"] == -32603  # internal error
     assert (
-        "0.1 MB, over the proxy's limit of 0.01 MB (--max-message-mb)" in error.root.error.message
+        "0.1 MB, over the proxy's limit of 0.01 MB (--max-message-mb)" in error["error"]["message"]
     )
 
 

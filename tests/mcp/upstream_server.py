@@ -20,12 +20,30 @@ from typing import TypedDict
 
 import anyio
 from mcp import types
-from mcp.server.fastmcp import Context, FastMCP, Image
 from PIL import Image as PILImage
+
+try:  # mcp 2.x: FastMCP became MCPServer
+    from mcp.server.mcpserver import Context, Image
+    from mcp.server.mcpserver import MCPServer as FastMCP
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import Context, FastMCP, Image  # type: ignore[no-redef]
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
 server = FastMCP("fixture-upstream", instructions="a test server with large outputs")
 
 NEEDLES = ("trace-7f3a9c1e-needle", "ERR_DISK_QUOTA_4711")
+
+# The pipe to the client, kept before the server starts: while it serves, the 2.x SDK
+# points fd 1 at stderr (stray prints miss the wire), and these tools must hit it.
+WIRE = os.dup(1) if __name__ == "__main__" else -1
+
+
+def write_wire(text: str) -> None:
+    """Write ``text`` straight to the client's pipe (past the SDK's writer)."""
+    data = text.encode()
+    while data:
+        data = data[os.write(WIRE, data) :]
 
 
 def log_text(megabytes: float) -> str:
@@ -97,8 +115,9 @@ def bad_image() -> types.ImageContent:
 
 @server.tool()
 def fail(message: str = "boom", repeat: int = 1) -> str:
-    """Fail with `message` repeated `repeat` times."""
-    raise RuntimeError("\n".join([message] * repeat))
+    """Fail with `message` repeated `repeat` times (a ToolError: 2.x shows the message
+    of no other exception to the client)."""
+    raise ToolError("\n".join([message] * repeat))
 
 
 @server.tool()
@@ -132,9 +151,8 @@ def die() -> str:
 @server.tool()
 def half_answer(megabytes: float = 1.0) -> str:
     """Write the first half of a JSON-RPC answer to stdout, then exit."""
-    sys.stdout.write('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"')
-    sys.stdout.write("x" * int(megabytes * 1_000_000))
-    sys.stdout.flush()
+    write_wire('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"')
+    write_wire("x" * int(megabytes * 1_000_000))
     os._exit(4)
 
 
@@ -154,8 +172,7 @@ def weather(city: str, report_lines: int = 1) -> Weather:
 @server.tool()
 def garbage(text: str = "still fine") -> str:
     """Write a malformed line to stdout, then answer normally."""
-    sys.stdout.write("this is not JSON-RPC\n")
-    sys.stdout.flush()
+    write_wire("this is not JSON-RPC\n")
     return text
 
 

@@ -1,7 +1,8 @@
 """What the proxy and the memory server share: tool listing and calling, and stdio.
 
-Handlers are put straight into ``Server.request_handlers`` (the SDK's decorators are
-untyped, and the proxy must not validate or re-shape what it forwards).
+Results are wire-format dicts (the protocol's field names, whatever the SDK version);
+:func:`offprompt.mcp._sdk.make_server` registers the handlers (the SDK's decorators
+are untyped, and the proxy must not validate or re-shape what it forwards).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
@@ -21,11 +21,9 @@ from offprompt.mcp._stdio import StdinLines, StdoutPipe, is_pipe
 __all__ = ["ToolTable", "run_stdio", "text_result"]
 
 
-def text_result(text: str, *, is_error: bool = False) -> types.CallToolResult:
-    """A tool result holding one text block."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], isError=is_error
-    )
+def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
+    """A tool result (wire dict) holding one text block."""
+    return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
 
 class ToolTable:
@@ -41,13 +39,13 @@ class ToolTable:
     def __contains__(self, name: object) -> bool:
         return name in self.tools
 
-    def listed(self) -> list[types.Tool]:
+    def listed(self) -> list[dict[str, Any]]:
         return [
-            types.Tool(name=t.name, description=t.description, inputSchema=t.parameters)
+            {"name": t.name, "description": t.description, "inputSchema": t.parameters}
             for t in self.tools.values()
         ]
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run one call; an unknown tool is an error result too."""
         tool = self.tools.get(name)
         if tool is None:

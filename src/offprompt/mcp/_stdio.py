@@ -9,8 +9,10 @@ keeps only the line's head and tail, enough to name the request an oversized ans
 belongs to (:func:`oversized_error`), so memory stays bounded whatever the peer sends.
 
 :func:`upstream_stdio` is the SDK's ``stdio_client`` (same process start, same
-shutdown sequence) with this reader, on POSIX (on Windows the proxy keeps the SDK's); :class:`StdinLines` and :class:`StdoutPipe` are
-the server side's stdin and stdout on the event loop.
+shutdown sequence) with this reader, on POSIX (on Windows it wraps the SDK's), and its
+messages are plain JSON-RPC dicts (what :class:`~offprompt.mcp._client.UpstreamClient`
+reads, whatever the SDK version); :class:`StdinLines` and :class:`StdoutPipe` are the
+server side's stdin and stdout on the event loop.
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ from typing import Any, TextIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import StdioServerParameters, types
+from mcp import StdioServerParameters
 from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT, get_default_environment
-from mcp.shared.message import SessionMessage
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -46,6 +47,7 @@ __all__ = [
 DEFAULT_MAX_MESSAGE_BYTES = 512_000_000
 """Largest message the proxy reads from the upstream (a longer line is answered as an error)."""
 
+_INTERNAL_ERROR = -32603
 _READ_CHUNK = 1 << 20
 # Of an oversized line, what is kept to find its JSON-RPC id.
 _KEEP = 4096
@@ -64,7 +66,7 @@ class Oversized:
     tail: bytes
     size: int
 
-    def request_id(self) -> types.RequestId | None:
+    def request_id(self) -> int | str | None:
         """The JSON-RPC id of the message, if its head or tail shows it."""
         found = _HEAD_ID.match(self.head) or _TAIL_ID.search(self.tail)
         if found is None:
@@ -130,20 +132,41 @@ class LineBuffer:
         return line
 
 
-def oversized_error(line: Oversized, max_bytes: int) -> types.JSONRPCMessage | None:
+def oversized_error(line: Oversized, max_bytes: int) -> dict[str, Any] | None:
     """The JSON-RPC error that answers, in the proxy, a message too long to read."""
     request_id = line.request_id()
     if request_id is None:
         return None
-    error = types.ErrorData(
-        code=types.INTERNAL_ERROR,
-        message=(
-            f"the upstream MCP server's answer is {line.size / 1e6:,.1f} MB, over the "
-            f"proxy's limit of {max_bytes / 1e6:g} MB (--max-message-mb); "
-            "none of it was kept"
-        ),
+    message = (
+        f"the upstream MCP server's answer is {line.size / 1e6:,.1f} MB, over the "
+        f"proxy's limit of {max_bytes / 1e6:g} MB (--max-message-mb); none of it was kept"
     )
-    return types.JSONRPCMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": _INTERNAL_ERROR, "message": message},
+    }
+
+
+def parse_message(line: bytes | str) -> dict[str, Any]:
+    """One JSON-RPC message (a request, notification or answer) as its dict.
+
+    Raises:
+        ValueError: The line is not JSON, or not a JSON-RPC 2.0 message.
+    """
+    message = json.loads(line)
+    if (
+        not isinstance(message, dict)
+        or message.get("jsonrpc") != "2.0"
+        or ("method" not in message and "id" not in message)
+    ):
+        raise ValueError(f"not a JSON-RPC 2.0 message: {str(message)[:200]}")
+    return message
+
+
+def dump_message(message: dict[str, Any]) -> bytes:
+    """The line (with its newline) that sends ``message``."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 @contextlib.asynccontextmanager
@@ -154,8 +177,8 @@ async def upstream_stdio(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> AsyncIterator[
     tuple[
-        MemoryObjectReceiveStream[SessionMessage | Exception],
-        MemoryObjectSendStream[SessionMessage],
+        MemoryObjectReceiveStream[dict[str, Any] | Exception],
+        MemoryObjectSendStream[dict[str, Any]],
     ]
 ]:
     """Start ``params`` as a stdio MCP server; its messages and a stream to send it ones.
@@ -169,6 +192,10 @@ async def upstream_stdio(
     Raises:
         OSError: The command cannot be started.
     """
+    if sys.platform == "win32":  # pragma: no cover - the SDK's job objects, its reader
+        async with _sdk_stdio(params, errlog) as streams:
+            yield streams
+        return
     env = {**get_default_environment(), **(params.env or {})}
     process = await anyio.open_process(
         [params.command, *params.args],
@@ -177,8 +204,8 @@ async def upstream_stdio(
         cwd=params.cwd,
         start_new_session=True,
     )
-    to_session, from_upstream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_upstream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    to_session, from_upstream = anyio.create_memory_object_stream[dict[str, Any] | Exception](0)
+    to_upstream, from_session = anyio.create_memory_object_stream[dict[str, Any]](0)
 
     async def deliver(line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
@@ -191,18 +218,16 @@ async def upstream_stdio(
                     )
                 )
             else:
-                await to_session.send(SessionMessage(answer))
+                await to_session.send(answer)
             return
         if not line.strip():
             return
         try:
-            # json.loads, then validation: a third of the time of model_validate_json,
-            # which parses the union's members one by one (0.7 s for 40 MB).
-            message = types.JSONRPCMessage.model_validate(json.loads(line))
-        except Exception as exc:
+            message = parse_message(line)
+        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError are ones
             await to_session.send(exc)
             return
-        await to_session.send(SessionMessage(message))
+        await to_session.send(message)
 
     async def read() -> None:
         assert process.stdout is not None
@@ -220,8 +245,7 @@ async def upstream_stdio(
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             async with from_session:
                 async for message in from_session:
-                    text = message.message.model_dump_json(by_alias=True, exclude_none=True)
-                    await process.stdin.send(text.encode("utf-8") + b"\n")
+                    await process.stdin.send(dump_message(message))
 
     async with anyio.create_task_group() as group, process:
         group.start_soon(read)
@@ -238,6 +262,40 @@ async def upstream_stdio(
                 await _terminate(process)
             for stream in (from_upstream, to_upstream, to_session, from_session):
                 await stream.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _sdk_stdio(
+    params: StdioServerParameters, errlog: TextIO
+) -> AsyncIterator[Any]:  # pragma: no cover - Windows
+    """The SDK's ``stdio_client``, its messages as dicts (as :func:`upstream_stdio`)."""
+    from mcp.client.stdio import stdio_client
+
+    from offprompt.mcp._sdk import from_session_message, to_session_message
+
+    to_client, incoming = anyio.create_memory_object_stream[dict[str, Any] | Exception](0)
+    outgoing, from_client = anyio.create_memory_object_stream[dict[str, Any]](0)
+
+    async def read(source: Any) -> None:
+        async with to_client:
+            async for item in source:
+                await to_client.send(
+                    item if isinstance(item, Exception) else from_session_message(item)
+                )
+
+    async def write(sink: Any) -> None:
+        async with from_client:
+            async for message in from_client:
+                await sink.send(to_session_message(message))
+
+    async with (
+        stdio_client(params, errlog=errlog) as (source, sink),
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(read, source)
+        group.start_soon(write, sink)
+        yield incoming, outgoing
+        group.cancel_scope.cancel()
 
 
 async def _terminate(process: Any) -> None:

@@ -30,7 +30,6 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +38,14 @@ if sys.version_info < (3, 11):  # pragma: no cover
 
 import anyio
 import jsonschema
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession, McpError, StdioServerParameters, types
+from mcp import StdioServerParameters
 from mcp.server.lowlevel import Server
-from mcp.server.session import ServerSession
-from mcp.shared.message import SessionMessage
 
+from offprompt import __version__
 from offprompt.errors import OffpromptError, UpstreamError
+from offprompt.mcp._client import CONNECTION_CLOSED, REQUEST_TIMEOUT, RemoteError, UpstreamClient
 from offprompt.mcp._core import CoreBinding, Offloaded, open_task_memory
+from offprompt.mcp._sdk import HANDSHAKE_VERSION, Handler, Peer, make_server, mcp_error
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
 from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, upstream_stdio
 from offprompt.scope import Scope
@@ -71,6 +70,7 @@ REFERENCES_META_KEY = "offprompt/references"
 
 # Once the upstream is gone, how long in-flight calls get to send their error.
 _DRAIN_SECONDS = 5.0
+_INTERNAL_ERROR = -32603
 
 
 @dataclass
@@ -107,108 +107,71 @@ class ProxyConfig:
 
 
 class _Upstream:
-    """The client side: one session with the upstream server, and whether it is alive."""
+    """The client side: the session with the upstream server, and what is in flight."""
 
-    def __init__(self, session: ClientSession, gone: anyio.Event, timeout: float) -> None:
-        self.session = session
-        self.gone = gone
-        self.timeout = timedelta(seconds=timeout)
+    def __init__(self, client: UpstreamClient, timeout: float) -> None:
+        self.client = client
+        self.gone = client.gone
+        self.timeout = timeout
         self.in_flight = 0
         self.idle = anyio.Event()
         self.idle.set()
 
-    async def request(self, request: Any, result_type: type[Any]) -> Any:
-        """Forward one request as it is; McpError (timeout, closed) propagates.
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Forward one request as it is; :class:`RemoteError` (timeout, exit) propagates.
 
         The request's ``_meta.progressToken`` goes along, so the upstream's progress
         notifications carry the client's token (:class:`_Notifications` passes them
         on). When the client cancels the request, or it times out, the upstream is
         sent ``notifications/cancelled`` for it.
         """
-        # The parsed request keeps the client's "jsonrpc" and "id" as extra fields.
-        request = type(request)(method=request.method, params=request.params)
+        if self.gone.is_set():
+            # The proxy is exiting: what it is asked now dies with the connection.
+            await anyio.sleep_forever()
         self.in_flight += 1
         self.idle = anyio.Event() if self.in_flight == 1 else self.idle
-        # The id send_request is about to give it (it takes the next one at once).
-        upstream_id = self.session._request_id
         try:
-            return await self.session.send_request(
-                types.ClientRequest(request),
-                result_type,
-                request_read_timeout_seconds=self.timeout,
-            )
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._cancel(upstream_id, "cancelled by the client")
-            raise
-        except McpError as exc:
-            if exc.error.code == 408:  # the SDK's REQUEST_TIMEOUT
-                await self._cancel(upstream_id, "timed out in offprompt mcp proxy")
-            raise
+            return await self.client.request(method, params, self.timeout)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
 
-    async def _cancel(self, upstream_id: int, reason: str) -> None:
-        if self.gone.is_set():
-            return
-        notification = types.CancelledNotification(
-            params=types.CancelledNotificationParams(requestId=upstream_id, reason=reason)
-        )
-        with anyio.move_on_after(5), contextlib.suppress(Exception):
-            await self.session.send_notification(types.ClientNotification(notification))
-
 
 class _Notifications:
     """What the upstream sends besides answers: progress goes on to the client (its
-    token is the client's own, forwarded with the request); a malformed message is
-    reported on stderr. Other notifications and the upstream's requests to the client
-    (sampling, elicitation, roots) are not forwarded."""
+    token is the client's own, forwarded with the request). Other notifications are
+    not forwarded."""
 
     def __init__(self) -> None:
-        self.client: ServerSession | None = None
+        self.client: Peer | None = None
 
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, Exception):
-            text = " ".join(str(message).split())[:300]
-            sys.stderr.write(f"offprompt mcp proxy: skipped a message of the upstream: {text}\n")
-            return
-        progress = isinstance(message, types.ServerNotification) and isinstance(
-            message.root, types.ProgressNotification
-        )
-        if progress and self.client is not None:
-            # Rebuilt: the parsed one keeps "jsonrpc" as an extra field, sent twice.
-            forwarded = types.ProgressNotification(params=message.root.params)
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await self.client.send_notification(types.ServerNotification(forwarded))
+    async def __call__(self, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        if (
+            message["method"] == "notifications/progress"
+            and isinstance(params, dict)
+            and self.client is not None
+        ):
+            with contextlib.suppress(
+                anyio.ClosedResourceError, anyio.BrokenResourceError, KeyError
+            ):
+                await self.client.progress(params)
         await anyio.lowlevel.checkpoint()
 
 
-async def _tap(
-    source: MemoryObjectReceiveStream[SessionMessage | Exception],
-    sink: MemoryObjectSendStream[SessionMessage | Exception],
-    gone: anyio.Event,
-) -> None:
-    """Pass the upstream's messages on; when its stdout ends, say it is gone."""
-    try:
-        async with sink:
-            async for message in source:
-                await sink.send(message)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        pass
-    finally:
-        gone.set()
-
-
 class Proxy:
-    """The MCP server the client talks to, forwarding to one upstream session."""
+    """The MCP server the client talks to, forwarding to one upstream session.
+
+    Everything is a wire-format dict: what the upstream answers passes through as it
+    came (``initialize``: its ``serverInfo``, ``instructions``, ``capabilities``).
+    """
 
     def __init__(
         self,
         upstream: _Upstream,
         binding: CoreBinding,
-        init: types.InitializeResult,
+        init: dict[str, Any],
         notifications: _Notifications,
     ) -> None:
         self.upstream = upstream
@@ -217,123 +180,119 @@ class Proxy:
         self.memory_tools = ToolTable(binding.memory_tools())
         # The upstream's output schemas, as listed (a swapped structured result must fit).
         self.output_schemas: dict[str, dict[str, Any]] = {}
-        info = init.serverInfo
-        self.server: Server[Any, Any] = Server(
-            f"offprompt-proxy ({info.name})",
-            version=info.version,
-            instructions=init.instructions,
+        info = init.get("serverInfo") or {}
+        handlers: dict[str, Handler] = {
+            "tools/list": self.list_tools,
+            "tools/call": self.call_tool,
+        }
+        capabilities = init.get("capabilities") or {}
+        forwarded = {
+            "resources": ["resources/list", "resources/templates/list", "resources/read"],
+            "prompts": ["prompts/list", "prompts/get"],
+            "completions": ["completion/complete"],
+        }
+        for capability, methods in forwarded.items():
+            if capabilities.get(capability) is not None:
+                handlers.update({method: self._forward(method) for method in methods})
+        self.server: Server[Any, Any] = make_server(
+            f"offprompt-proxy ({info.get('name', 'upstream')})",
+            handlers,
+            version=info.get("version"),
+            instructions=init.get("instructions"),
         )
-        handlers = self.server.request_handlers
-        handlers[types.ListToolsRequest] = self.list_tools
-        handlers[types.CallToolRequest] = self.call_tool
-        capabilities = init.capabilities
-        if capabilities.resources is not None:
-            handlers[types.ListResourcesRequest] = self._forward(types.ListResourcesResult)
-            handlers[types.ListResourceTemplatesRequest] = self._forward(
-                types.ListResourceTemplatesResult
-            )
-            handlers[types.ReadResourceRequest] = self._forward(types.ReadResourceResult)
-        if capabilities.prompts is not None:
-            handlers[types.ListPromptsRequest] = self._forward(types.ListPromptsResult)
-            handlers[types.GetPromptRequest] = self._forward(types.GetPromptResult)
-        if capabilities.completions is not None:
-            handlers[types.CompleteRequest] = self._forward(types.CompleteResult)
 
-    def _forward(self, result_type: type[Any]) -> Any:
-        async def handler(request: Any) -> types.ServerResult:
-            # McpError (the upstream's own error, a timeout) goes back as the JSON-RPC error.
-            return types.ServerResult(await self._request(request, result_type))
+    def _forward(self, method: str) -> Handler:
+        async def handler(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+            try:
+                return await self._request(method, params, client)
+            except RemoteError as exc:
+                # The upstream's own error (or a timeout) goes back as the JSON-RPC error.
+                raise mcp_error(exc.code, exc.message) from None
 
         return handler
 
-    async def _request(self, request: Any, result_type: type[Any]) -> Any:
-        """Forward ``request``; the upstream's progress on it goes to this client."""
-        self.notifications.client = self.server.request_context.session
-        return await self.upstream.request(request, result_type)
+    async def _request(self, method: str, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        """Forward a request; the upstream's progress on it goes to this client."""
+        self.notifications.client = client
+        return await self.upstream.request(method, params)
 
-    async def list_tools(self, request: types.ListToolsRequest) -> types.ServerResult:
-        listed: types.ListToolsResult = await self._request(request, types.ListToolsResult)
-        tools = list(listed.tools)
+    async def list_tools(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        listed = await self._forward("tools/list")(params, client)
+        tools = list(listed.get("tools") or [])
         for tool in tools:
-            if tool.outputSchema is not None:
-                self.output_schemas[tool.name] = tool.outputSchema
-        clash = sorted({t.name for t in tools} & set(self.memory_tools.tools))
+            if tool.get("outputSchema") is not None:
+                self.output_schemas[tool["name"]] = tool["outputSchema"]
+        clash = sorted({t.get("name") for t in tools} & set(self.memory_tools.tools))
         if clash:
-            raise McpError(
-                types.ErrorData(
-                    code=types.INTERNAL_ERROR,
-                    message=f"the upstream server has tools named like the memory tools: {clash}",
-                )
+            raise mcp_error(
+                _INTERNAL_ERROR,
+                f"the upstream server has tools named like the memory tools: {clash}",
             )
-        first_page = request.params is None or request.params.cursor is None
-        if first_page:
+        if params.get("cursor") is None:  # the first page
             tools += self.memory_tools.listed()
-        return types.ServerResult(listed.model_copy(update={"tools": tools}))
+        return {**listed, "tools": tools}
 
-    async def call_tool(self, request: types.CallToolRequest) -> types.ServerResult:
-        name = request.params.name
+    async def call_tool(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        name = params["name"]
         if name in self.memory_tools:
-            return types.ServerResult(
-                await self.memory_tools.call(name, request.params.arguments or {})
-            )
+            return await self.memory_tools.call(name, params.get("arguments") or {})
         try:
-            result: types.CallToolResult = await self._request(request, types.CallToolResult)
-        except McpError as exc:
+            result = await self._request("tools/call", params, client)
+        except RemoteError as exc:
             failure = self._failure(name, exc)
             if failure is not None:
-                return types.ServerResult(text_result(failure, is_error=True))
+                return text_result(failure, is_error=True)
             # The upstream's own error is the tool's output: the offload policy decides
             # (a sensitive tool's error shows its size and reference, never its text).
-            result = text_result(exc.error.message, is_error=True)
+            result = text_result(exc.message, is_error=True)
         try:
-            return types.ServerResult(await self._offload(name, result))
+            return await self._offload(name, result)
         except OffpromptError as exc:
             # Nothing of the output reaches the client when it could not be stored.
-            return types.ServerResult(
-                text_result(
-                    f"offprompt mcp proxy: the result of {name!r} could not be stored "
-                    f"off-prompt: {exc}",
-                    is_error=True,
-                )
+            return text_result(
+                f"offprompt mcp proxy: the result of {name!r} could not be stored "
+                f"off-prompt: {exc}",
+                is_error=True,
             )
 
-    def _failure(self, name: str, exc: McpError) -> str | None:
+    def _failure(self, name: str, exc: RemoteError) -> str | None:
         """The proxy's message when the upstream is gone or timed out; ``None`` when the
         error is the upstream's own."""
-        if self.upstream.gone.is_set() or exc.error.code == types.CONNECTION_CLOSED:
+        if self.upstream.gone.is_set() or exc.code == CONNECTION_CLOSED:
             return (
                 f"offprompt mcp proxy: the upstream MCP server exited during the call to "
                 f"{name!r}; no result"
             )
-        if exc.error.code == 408:  # the SDK's REQUEST_TIMEOUT
+        if exc.code == REQUEST_TIMEOUT:
             return (
                 f"offprompt mcp proxy: the upstream MCP server did not answer the call to "
-                f"{name!r} within {self.upstream.timeout.total_seconds():g} s (--timeout)"
+                f"{name!r} within {self.upstream.timeout:g} s (--timeout)"
             )
         return None
 
-    async def _offload(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
-        is_error = bool(result.isError)
-        content: list[types.ContentBlock] = []
+    async def _offload(self, tool: str, result: dict[str, Any]) -> dict[str, Any]:
+        is_error = bool(result.get("isError"))
+        content: list[Any] = []
         references: list[dict[str, Any]] = []
         replaced: dict[str, str] = {}
-        for block in result.content:
+        for block in result.get("content") or []:
             offloaded = await self._offload_block(tool, block, is_error=is_error)
             if offloaded is None or offloaded.reference is None:
                 content.append(block)
                 continue
             references.append(offloaded.reference.to_artifact())
-            content.append(types.TextContent(type="text", text=offloaded.text))
-            if isinstance(block, types.TextContent):
-                replaced[block.text] = offloaded.text
+            content.append({"type": "text", "text": offloaded.text})
+            if block.get("type") == "text":
+                replaced[block["text"]] = offloaded.text
         if not references:
-            return result  # untouched: the client gets the upstream's bytes
-        meta = dict(result.meta or {})
+            return result  # untouched: the client gets the upstream's answer as it came
+        meta = dict(result.get("_meta") or {})
         meta[REFERENCES_META_KEY] = references
-        update: dict[str, Any] = {"content": content, "meta": meta}
-        if result.structuredContent is not None and replaced:
-            update["structuredContent"] = self._structured(tool, result.structuredContent, replaced)
-        return result.model_copy(update=update)
+        update: dict[str, Any] = {"content": content, "_meta": meta}
+        structured = result.get("structuredContent")
+        if isinstance(structured, dict) and replaced:
+            update["structuredContent"] = self._structured(tool, structured, replaced)
+        return {**result, **update}
 
     def _structured(
         self, tool: str, structured: dict[str, Any], replaced: dict[str, str]
@@ -363,21 +322,20 @@ class Proxy:
                 return structured
         return swapped
 
-    async def _offload_block(
-        self, tool: str, block: types.ContentBlock, *, is_error: bool
-    ) -> Offloaded | None:
+    async def _offload_block(self, tool: str, block: Any, *, is_error: bool) -> Offloaded | None:
         binding = self.binding
-        if isinstance(block, types.TextContent):
-            return await binding.aoffload_text(tool, block.text, is_error=is_error)
-        if isinstance(block, (types.ImageContent, types.AudioContent)):
-            return await self._blob(tool, block.data, block.mimeType)
-        if isinstance(block, types.EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, types.TextResourceContents):
-                return await binding.aoffload_text(tool, resource.text, is_error=is_error)
-            return await self._blob(
-                tool, resource.blob, resource.mimeType or "application/octet-stream"
-            )
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            return await binding.aoffload_text(tool, block["text"], is_error=is_error)
+        if kind in ("image", "audio") and isinstance(block.get("data"), str):
+            return await self._blob(tool, block["data"], str(block.get("mimeType")))
+        resource = block.get("resource") if kind == "resource" else None
+        if isinstance(resource, dict):
+            if isinstance(resource.get("text"), str):
+                return await binding.aoffload_text(tool, resource["text"], is_error=is_error)
+            if isinstance(resource.get("blob"), str):
+                mime_type = resource.get("mimeType") or "application/octet-stream"
+                return await self._blob(tool, resource["blob"], mime_type)
         return None  # resource links and unknown blocks pass through
 
     async def _blob(self, tool: str, data: str, mime_type: str) -> Offloaded | None:
@@ -490,40 +448,46 @@ class _Opening:
 
 async def _serve(params: StdioServerParameters, opening: _Opening, config: ProxyConfig) -> bool:
     """Serve until one side leaves; whether the upstream left first."""
-    gone = anyio.Event()
     died = False
-    timeout = config.timeout
-    init_timeout = max(timeout, config.init_timeout)
+    init_timeout = max(config.timeout, config.init_timeout)
     try:
-        transport: Any
-        if sys.platform == "win32":  # pragma: no cover - the SDK's job objects, its reader
-            from mcp.client.stdio import stdio_client
-
-            transport = stdio_client(params, errlog=sys.stderr)
-        else:
-            transport = upstream_stdio(
-                params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
-            )
+        transport = upstream_stdio(
+            params, errlog=sys.stderr, max_message_bytes=config.max_message_bytes
+        )
         async with transport as (up_read, up_write), anyio.create_task_group() as group:
-            sink, tapped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-            group.start_soon(_tap, up_read, sink, gone)
             notifications = _Notifications()
-            async with ClientSession(tapped, up_write, message_handler=notifications) as session:
-                try:
-                    with anyio.fail_after(init_timeout):
-                        init = await session.initialize()
-                except McpError as exc:
-                    raise UpstreamError(
-                        f"the upstream MCP server failed to initialize: {exc.error.message}"
-                    ) from None
-                binding = await opening.binding()
-                proxy = Proxy(_Upstream(session, gone, timeout), binding, init, notifications)
-                await run_stdio(proxy.server, until=proxy.wait_gone)
-                died = gone.is_set()
-                opening.start_close()  # no handler runs any more
+            client = UpstreamClient(up_read, up_write, notifications)
+            group.start_soon(client.run)
+            init = await _initialize(client, init_timeout)
+            binding = await opening.binding()
+            proxy = Proxy(_Upstream(client, config.timeout), binding, init, notifications)
+            await run_stdio(proxy.server, until=proxy.wait_gone)
+            died = client.gone.is_set()
+            opening.start_close()  # no handler runs any more
             group.cancel_scope.cancel()
     except OffpromptError:
         raise
     except Exception as exc:
         raise _translate(_single(exc), params, init_timeout) from None
     return died
+
+
+async def _initialize(client: UpstreamClient, timeout: float) -> dict[str, Any]:
+    """The MCP handshake with the upstream; its ``initialize`` result."""
+    request = {
+        "protocolVersion": HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "offprompt-proxy", "version": __version__},
+    }
+    try:
+        init = await client.request("initialize", request, timeout)
+    except RemoteError as exc:
+        if exc.code == REQUEST_TIMEOUT:
+            raise TimeoutError from None
+        if exc.code == CONNECTION_CLOSED:
+            raise UpstreamError("the upstream MCP server exited before it initialized") from None
+        raise UpstreamError(
+            f"the upstream MCP server failed to initialize: {exc.message}"
+        ) from None
+    await client.notify("notifications/initialized")
+    return init

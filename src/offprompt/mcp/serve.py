@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import types
-from mcp.server.lowlevel import Server
 
 from offprompt.errors import OffpromptError
 from offprompt.mcp._core import CoreBinding, FunctionTool, MemoryTool, open_task_memory
+from offprompt.mcp._sdk import Peer, make_server
 from offprompt.mcp._server import ToolTable, run_stdio
 from offprompt.scope import SCOPE_FIELDS, Scope
 
@@ -311,22 +310,20 @@ async def run_serve(config: ServeConfig) -> None:
         scope = ", ".join(
             f"{k}={v}" for k in SCOPE_FIELDS if (v := getattr(config.scope, k, None)) is not None
         )
-        server: Server[Any, Any] = Server(
+
+        async def list_tools(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+            return {"tools": table.listed()}
+
+        async def call_tool(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+            return await table.call(params["name"], params.get("arguments") or {})
+
+        server = make_server(
             "offprompt-memory",
+            {"tools/list": list_tools, "tools/call": call_tool},
             instructions=f"offprompt memory of {config.home}"
             + (f" (scope {scope})" if scope else "")
             + ("" if config.allow_write else "; read-only"),
         )
-
-        async def list_tools(request: types.ListToolsRequest) -> types.ServerResult:
-            return types.ServerResult(types.ListToolsResult(tools=table.listed()))
-
-        async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
-            arguments = request.params.arguments or {}
-            return types.ServerResult(await table.call(request.params.name, arguments))
-
-        server.request_handlers[types.ListToolsRequest] = list_tools
-        server.request_handlers[types.CallToolRequest] = call_tool
         await run_stdio(server)
     finally:
         await anyio.to_thread.run_sync(memory.close)

@@ -1,0 +1,178 @@
+"""The proxy's client of its upstream server: JSON-RPC over the stdio pipes, as dicts.
+
+The proxy forwards what it is asked and passes back what it gets, so it needs no
+typed client: this one sends requests with ids of its own, matches answers to them,
+gives up after a timeout (and tells the upstream with ``notifications/cancelled``),
+fails what is in flight once the upstream is gone, answers the upstream's ``ping`` and
+refuses its other requests (sampling, roots, elicitation: the proxy forwards none).
+It depends on no SDK API, so it is the same for every ``mcp`` version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+__all__ = ["CONNECTION_CLOSED", "REQUEST_TIMEOUT", "RemoteError", "UpstreamClient"]
+
+REQUEST_TIMEOUT = 408
+"""Code of the error for a request the upstream did not answer in time (the SDK's)."""
+
+CONNECTION_CLOSED = -32000
+"""Code of the error for a request the upstream exited before answering (the SDK's)."""
+
+_METHOD_NOT_FOUND = -32601
+_CANCEL_SECONDS = 5.0
+
+
+class RemoteError(Exception):
+    """A request that got no result: the upstream's JSON-RPC error, a timeout, its exit."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class _Waiting:
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer: dict[str, Any] | None = None
+
+
+Incoming = MemoryObjectReceiveStream["dict[str, Any] | Exception"]
+Outgoing = MemoryObjectSendStream["dict[str, Any]"]
+
+
+class UpstreamClient:
+    """One JSON-RPC session with the upstream server; :meth:`run` reads its messages.
+
+    Args:
+        incoming: The upstream's messages (a malformed one as the exception parsing it
+            raised); their end means the upstream is gone.
+        outgoing: Where messages to the upstream go.
+        on_notification: Called with each notification of the upstream.
+    """
+
+    def __init__(
+        self,
+        incoming: Incoming,
+        outgoing: Outgoing,
+        on_notification: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        self._incoming = incoming
+        self._outgoing = outgoing
+        self._on_notification = on_notification
+        self._waiting: dict[int, _Waiting] = {}
+        self._last_id = 0
+        self.gone = anyio.Event()
+
+    async def run(self) -> None:
+        """Read the upstream's messages until its stdout ends; then fail what waits."""
+        try:
+            async for message in self._incoming:
+                if isinstance(message, Exception):
+                    text = " ".join(str(message).split())[:300]
+                    sys.stderr.write(
+                        f"offprompt mcp proxy: skipped a message of the upstream: {text}\n"
+                    )
+                elif "method" in message:
+                    if "id" in message:
+                        await self._answer(message)
+                    else:
+                        await self._on_notification(message)
+                else:
+                    waiting = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
+                    if waiting is not None:
+                        waiting.answer = message
+                        waiting.done.set()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self.gone.set()
+            for waiting in self._waiting.values():
+                waiting.done.set()  # no answer: the upstream exited
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None
+    ) -> dict[str, Any]:
+        """Send one request; its result.
+
+        Cancelled (the client cancelled, or an outer timeout), it tells the upstream.
+
+        Raises:
+            RemoteError: The upstream answered with an error, did not answer within
+                ``timeout`` seconds (:data:`REQUEST_TIMEOUT`; it is then sent
+                ``notifications/cancelled``), or exited first (:data:`CONNECTION_CLOSED`).
+        """
+        self._last_id += 1
+        request_id = self._last_id
+        waiting = self._waiting[request_id] = _Waiting()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            if self.gone.is_set():
+                raise RemoteError(CONNECTION_CLOSED, "Connection closed")
+            try:
+                await self._outgoing.send(message)
+                with anyio.fail_after(timeout):
+                    await waiting.done.wait()
+            except TimeoutError:
+                await self._cancel(request_id, f"timed out in offprompt mcp proxy ({method})")
+                raise RemoteError(
+                    REQUEST_TIMEOUT, f"Timed out while waiting for the answer to {method}"
+                ) from None
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise RemoteError(CONNECTION_CLOSED, "Connection closed") from None
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._cancel(request_id, "cancelled by the client")
+                raise
+        finally:
+            del self._waiting[request_id]
+        answer = waiting.answer
+        if answer is None:
+            raise RemoteError(CONNECTION_CLOSED, "Connection closed")
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise RemoteError(
+                int(error.get("code", 0)), str(error.get("message", "")), error.get("data")
+            )
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send one notification (dropped once the upstream is gone)."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._outgoing.send(message)
+
+    async def _cancel(self, request_id: int, reason: str) -> None:
+        if self.gone.is_set():
+            return
+        with anyio.move_on_after(_CANCEL_SECONDS):
+            await self.notify(
+                "notifications/cancelled", {"requestId": request_id, "reason": reason}
+            )
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        """The upstream's own requests: ``ping`` is answered, the others refused."""
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+        if request["method"] == "ping":
+            answer["result"] = {}
+        else:
+            answer["error"] = {
+                "code": _METHOD_NOT_FOUND,
+                "message": f"offprompt mcp proxy does not forward {request['method']!r}",
+            }
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._outgoing.send(answer)
