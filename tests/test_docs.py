@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import re
 import sys
 import types
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
