@@ -525,7 +525,74 @@ def report(data: dict[str, Any]) -> str:
             f"| file-backed resident (mapped) | {after['file'] * 1024 / MB:.0f} |"
             f" {after['file'] * 1024 / raw:.2f}x |",
         ]
+    out += ["", "## Targets (issue 29)", "", "| target | measured | met |", "|---|---|---|"]
+    out += [f"| {t} | {m} | {ok} |" for t, m, ok in targets(data)]
     return "\n".join(out) + "\n"
+
+
+def targets(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Each target of the issue, what this run measured for it, and whether it is met."""
+    rows: list[tuple[str, str, str]] = []
+    by = {(r["system"], r["mb"]): r.get("median") for r in data["reference"]}
+
+    def check(target: str, value: float | None, limit: float | None, shown: str) -> None:
+        if value is None or limit is None:
+            rows.append((target, "not measured (failed or not run)", "NO"))
+        else:
+            rows.append((target, shown, "yes" if value <= limit else "NO"))
+
+    ours, fs = by.get((OURS[1], 50)), by.get((THEIRS[0], 50))
+    check(
+        "50 MB, `path=`: <= 1.4x deepagents FilesystemBackend",
+        ours / fs if ours and fs else None,
+        1.4,
+        f"{ours or 0:.3f} s vs {fs or 0:.3f} s: {(ours or 0) / (fs or 1):.2f}x",
+    )
+    pg, sb = by.get((OURS[2], 50)), by.get((THEIRS[1], 50))
+    check("50 MB, PostgreSQL: <= 1.0 s", pg, 1.0, f"{pg or 0:.3f} s")
+    check(
+        "50 MB, PostgreSQL: <= deepagents StoreBackend on the same server",
+        pg / sb if pg and sb else None,
+        1.0,
+        f"{pg or 0:.3f} s vs {sb or 0:.3f} s: {(pg or 0) / (sb or 1):.2f}x",
+    )
+    for row in data["second"]:
+        if "error" in row:
+            rows.append((f"second process ({row['where']})", _cell(row["error"]), "NO"))
+            continue
+        wg, rg = row["writer_grep"], row["reader_grep"]
+        mb = row["grep_mb"]
+        check(
+            f"first grep in another process, {mb} MB, {row['where']}: <= 0.5 s",
+            rg["grep_first"],
+            0.5,
+            f"{rg['grep_first']:.3f} s",
+        )
+        rows.append(
+            (
+                f"later greps in another process as in the storing one ({row['where']})",
+                f"{mb / rg['grep_next']:.0f} MB/s vs {mb / wg['grep_next']:.0f} MB/s in the writer",
+                "yes" if rg["grep_next"] <= 1.1 * wg["grep_next"] else "NO",
+            )
+        )
+        wq, rq = row["writer_query"], row["reader_query"]
+        check(
+            f"first query in another process, {row['query_mb']} MB, {row['where']}:"
+            " <= 2x the writer's time until query is ready",
+            rq["query_from_open"] / wq["query_ready"],
+            2.0,
+            f"{rq['query_from_open']:.2f} s vs {wq['query_ready']:.2f} s:"
+            f" {rq['query_from_open'] / wq['query_ready']:.2f}x",
+        )
+    b = data["bytes"]
+    if "error" in b:
+        rows.append(("bytes", _cell(b["error"]), "NO"))
+    else:
+        disk = sum(b["disk"].values()) / b["raw"]
+        anon = b["after_kb"]["anonymous"] * 1024 / b["raw"]
+        check("bytes on disk <= 2x the text", disk, 2.0, f"{disk:.2f}x")
+        check("anonymous memory <= 1.5x the text", anon, 1.5, f"{anon:.2f}x")
+    return rows
 
 
 @contextlib.contextmanager
