@@ -70,7 +70,7 @@ def _p95(values: list[float]) -> float:
 
 
 def loadavg() -> str:
-    return Path("/proc/loadavg").read_text().split(" 1/")[0].rsplit(" ", 1)[0]
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def logs(mb: float, seed: int) -> str:
