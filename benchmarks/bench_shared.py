@@ -40,6 +40,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -619,6 +620,8 @@ def main() -> None:
         return
     import deepagents
 
+    # A run stopped with SIGTERM still stops its PostgreSQL cluster (the finally blocks run).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     quick = args.quick
     data: dict[str, Any] = {
         "command": "python benchmarks/bench_shared.py" + "".join(" " + a for a in sys.argv[1:]),
