@@ -54,8 +54,8 @@ from pydantic import BaseModel
 from offprompt.task_memory import TaskMemory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations/llamaindex/tests"))
-from li_scripted import ScriptedFunctionLLM  # noqa: E402
-from li_scripted import tool_call as li_tool_call  # noqa: E402
+from li_scripted import ScriptedFunctionLLM
+from li_scripted import tool_call as li_tool_call
 
 LOG = Path(__file__).with_name("data") / "HDFS_800.log"
 REFERENCE = re.compile(

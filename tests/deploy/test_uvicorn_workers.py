@@ -71,11 +71,12 @@ def _start(root: Path) -> Deployment:
     port = _free_port()
     log = root / "uvicorn.log"
     env = {**os.environ, "OFFPROMPT_DEPLOY_DIR": str(root), "OFFPROMPT_HOME": str(root / "home")}
+    command = [sys.executable, "-m", "uvicorn", "deploy_app:app", "--app-dir", str(HERE)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(WORKERS)]
+    command += ["--log-level", "info", "--no-access-log"]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "deploy_app:app", "--app-dir", str(HERE)]
-            + ["--host", "127.0.0.1", "--port", str(port), "--workers", str(WORKERS)]
-            + ["--log-level", "info", "--no-access-log"],
+            command,
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
