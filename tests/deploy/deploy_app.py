@@ -235,6 +235,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     (ready / str(os.getpid())).touch()
     yield
     _state.clear()
+    task_memory.close()  # a graceful shutdown releases this worker's chunk index
 
 
 app = FastAPI(lifespan=lifespan)
