@@ -214,11 +214,12 @@ _state: dict[str, Any] = {}
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     root = Path(os.environ["OFFPROMPT_DEPLOY_DIR"])
     task_memory = TaskMemory(path=root / "task")
+    saver = OffpromptSaver(path=str(root / "threads.db"))
     _state["langchain"] = create_agent(
         PolicyChatModel(),
         [tool(fetch_log), tool(log_events)],
         middleware=[OffpromptMiddleware(task_memory, min_tokens=1000)],
-        checkpointer=OffpromptSaver(path=str(root / "threads.db")),
+        checkpointer=saver,
     )
     _state["llamaindex"] = FunctionAgent(
         tools=[
@@ -235,6 +236,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     (ready / str(os.getpid())).touch()
     yield
     _state.clear()
+    saver.close()
     task_memory.close()  # a graceful shutdown releases this worker's chunk index
 
 
