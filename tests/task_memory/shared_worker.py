@@ -69,6 +69,8 @@ def main(argv: list[str]) -> int:
             print(json.dumps({"started": True}), flush=True)
             info = memory.process_output("tool", "call", artifact)
             out["reference"] = info.value.splitlines()[0]
+            # process_output answers a failed store with an ErrorArtifact (for the model)
+            out["stored"] = "was stored in memory" in out["reference"]
         elif command == "delete":
             out["deleted"] = memory.delete(rest[0])
         elif command == "read":
