@@ -1891,11 +1891,25 @@ def _open_index(root: Path) -> tuple[QdrantVectorStore, str]:
     holds it (its lock), else an embedded index in a temporary directory of its own
     (removed on close), built from the stored text as namespaces are queried."""
     try:
-        return QdrantVectorStore(path=str(root / "vectors")), "path"
-    except StorageError as exc:
-        if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():
-            raise
-        return QdrantVectorStore(), "memory"
+        root.mkdir(parents=True, exist_ok=True)
+        # Processes opening a new directory at once would race to create the shard:
+        # the first creates it while the others wait here, then find it locked.
+        lock = open(root / ".open.lock", "a+b")  # noqa: SIM115 - held for the open only
+    except OSError as exc:
+        raise StorageError(f"cannot open task memory at {root}: {exc}", path=str(root)) from None
+    try:
+        with contextlib.suppress(ImportError):
+            import fcntl
+
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            return QdrantVectorStore(path=str(root / "vectors")), "path"
+        except StorageError as exc:
+            if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():
+                raise
+            return QdrantVectorStore(), "memory"
+    finally:
+        lock.close()  # closing the descriptor releases the flock
 
 
 def _open_sqlite(root: Path) -> BaseStore:
