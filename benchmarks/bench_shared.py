@@ -369,7 +369,7 @@ def second_process(where: str, tmp: Path, dsn: str, grep_mb: int, query_mb: int)
 def concurrent(where: str, tmp: Path, dsn: str, processes: int, outputs: int) -> dict[str, Any]:
     root = tmp / f"concurrent-{where}-{processes}"
     root.mkdir(parents=True, exist_ok=True)
-    go = root.parent / f"go-{where}-{processes}"
+    go = root / "go"
     per = outputs if processes > 1 else outputs * 4  # one process stores all four's outputs
     children = [
         spawn(
@@ -388,7 +388,7 @@ def concurrent(where: str, tmp: Path, dsn: str, processes: int, outputs: int) ->
     out: dict[str, Any] = {"where": where, "processes": processes, "outputs": per * processes}
     try:
         deadline = time.monotonic() + 600
-        while len(list(root.parent.glob("ready-*"))) < processes:
+        while len(list(root.glob("ready-*"))) < processes:
             if any(c.poll() is not None for c in children) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -407,7 +407,7 @@ def concurrent(where: str, tmp: Path, dsn: str, processes: int, outputs: int) ->
         for c in children:
             c.kill()
     finally:
-        for ready in root.parent.glob("ready-*"):
+        for ready in root.glob("ready-*"):
             ready.unlink()
         go.unlink(missing_ok=True)
         shutil.rmtree(root, ignore_errors=True)
@@ -624,6 +624,7 @@ def main() -> None:
     # A run stopped with SIGTERM still stops its PostgreSQL cluster (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     quick = args.quick
+    full = not quick and args.only == "1234"
     data: dict[str, Any] = {
         "command": "python benchmarks/bench_shared.py" + "".join(" " + a for a in sys.argv[1:]),
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -649,12 +650,14 @@ def main() -> None:
                 )
             finally:
                 systems.close()
+            save(data, write=full)
         if "2" in args.only:
             print("2. a second process", flush=True)
             data["second"] = [
                 second_process(where, tmp, dsn, 5 if quick else 50, 2 if quick else 10)
                 for where in ("path", "postgres")
             ]
+            save(data, write=full)
         if "3" in args.only:
             print("3. concurrent stores", flush=True)
             outputs = 2 if quick else args.outputs
@@ -663,6 +666,7 @@ def main() -> None:
                 for where in ("path", "postgres")
                 for processes in (1, 4)
             ]
+            save(data, write=full)
         if "4" in args.only:
             print("4. bytes", flush=True)
             count, mb = (3, 2) if quick else (10, 20)
@@ -680,16 +684,20 @@ def main() -> None:
             except Exception as exc:  # reported in the table, not hidden
                 data["bytes"] = {"error": f"{type(exc).__name__}: {str(exc)[-600:]}"}
             print(f"  {data['bytes']}", flush=True)
+    print(save(data, write=full))
+
+
+def save(data: dict[str, Any], *, write: bool) -> str:
+    """The report of what has run so far; into RESULTS_shared.md when ``write``."""
     data["load_end"] = loadavg()
     Path(tempfile.gettempdir(), "bench_shared.json").write_text(json.dumps(data, default=str))
     text = report(data)
-    print(text)
-    if not quick and args.only == "1234":
+    if write:
         kept = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
         if ANALYSIS in kept:
             text += "\n" + ANALYSIS + kept.split(ANALYSIS, 1)[1]
         RESULTS.write_text(text, encoding="utf-8")
-        print(f"wrote {RESULTS}")
+    return text
 
 
 if __name__ == "__main__":
