@@ -40,7 +40,7 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("attempt", range(3))
+@pytest.mark.parametrize("attempt", range(2))  # the race showed in 2 of 3 before the fix
 def test_four_processes_open_a_fresh_path_at_once(tmp_path: Path, attempt: int) -> None:
     root, go = tmp_path / "task", tmp_path / "go"
     children = [
