@@ -343,7 +343,16 @@ class TaskMemory:
             self._indexer.stop()
         self._texts.clear()
         if self._owns_vector_store:
-            self.vector_store.close()
+            try:
+                self.vector_store.close()
+            except Exception as exc:  # noqa: BLE001 - the index is derived: the store holds the truth
+                if not self._catalog.shared:
+                    self._catalog.close()
+                    raise
+                emit_safely(
+                    self.tracer,
+                    TraceEvent("offload", detail={"stage": "close", "error": str(exc)[:500]}),
+                )
         self._unregister()
         self._catalog.close()
 
