@@ -83,7 +83,9 @@ def test_processes_share_one_postgres(postgres_dsn: str, tmp_path: Path) -> None
     target = f"pg:{postgres_dsn}"
     barrier = tmp_path / "go"
     cmd = [sys.executable, str(WORKER), target]
-    writers = [start([*cmd, "store", ns, "3000", "--wait", str(barrier)]) for ns in ("p0", "p1", "p2")]
+    writers = [
+        start([*cmd, "store", ns, "3000", "--wait", str(barrier)]) for ns in ("p0", "p1", "p2")
+    ]
     writers.append(start([*cmd, "store", "orders", "300", "--json", "--wait", str(barrier)]))
     barrier.touch()
     for proc in writers:

@@ -59,7 +59,9 @@ def tmpfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
         pytest.skip("mounting a tmpfs needs root; this test cannot apply unprivileged")
     mount = tmp_path / "mnt"
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={request.param}", "tmpfs", str(mount)], check=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={request.param}", "tmpfs", str(mount)], check=True
+    )
     try:
         yield mount
     finally:
