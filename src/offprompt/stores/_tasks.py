@@ -58,7 +58,8 @@ def TASK_DDL(blob_type: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Stmt:
-    """One statement of a task operation and what the operation wants back."""
+    """One statement of an operation and what the operation wants back (its rows or
+    its rowcount); ``PostgresStore``'s operations use it too, as ``_Q``."""
 
     sql: str
     params: Sequence[Any] = ()
