@@ -23,6 +23,7 @@ import pytest
 from netns_testing import Host, Network, netns_unavailable, network
 from postgres_testing import Cluster, start_cluster
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from test_multihost import CLIENT_TIMEOUTS, SERVER_SETTINGS
 
 from offprompt.scope import Scope
 from offprompt.stores import PostgresStore
@@ -35,20 +36,6 @@ worker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(worker)
 _WHY_NOT = netns_unavailable()
 BIG = 1_400_000  # lines: ~75 MB
-CLIENT_TIMEOUTS = {
-    "connect_timeout": "2",
-    "tcp_user_timeout": "1500",
-    "keepalives": "1",
-    "keepalives_idle": "1",
-    "keepalives_interval": "1",
-    "keepalives_count": "2",
-}
-SERVER_SETTINGS = {
-    "tcp_keepalives_idle": "1",
-    "tcp_keepalives_interval": "1",
-    "tcp_keepalives_count": "2",
-    "tcp_user_timeout": "1500",
-}
 
 
 def start(argv: list[str]) -> subprocess.Popen[str]:
@@ -83,7 +70,9 @@ def test_processes_share_one_postgres(postgres_dsn: str, tmp_path: Path) -> None
     target = f"pg:{postgres_dsn}"
     barrier = tmp_path / "go"
     cmd = [sys.executable, str(WORKER), target]
-    writers = [start([*cmd, "store", ns, "3000", "--wait", str(barrier)]) for ns in ("p0", "p1", "p2")]
+    writers = [
+        start([*cmd, "store", ns, "3000", "--wait", str(barrier)]) for ns in ("p0", "p1", "p2")
+    ]
     writers.append(start([*cmd, "store", "orders", "300", "--json", "--wait", str(barrier)]))
     barrier.touch()
     for proc in writers:

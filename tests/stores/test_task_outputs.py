@@ -42,7 +42,9 @@ def test_a_store_without_task_outputs_says_so() -> None:
 def test_commit_is_versioned_and_a_stale_version_conflicts(tasks: BaseStore) -> None:
     key = tasks.task_put_blob("logs", b"raw text", scope=ACME)
     assert key == hashlib.sha256(b"raw text").hexdigest()
-    assert tasks.task_commit("logs", {"artifacts": [key]}, expect=None, blobs=[key], scope=ACME) == 1
+    assert (
+        tasks.task_commit("logs", {"artifacts": [key]}, expect=None, blobs=[key], scope=ACME) == 1
+    )
     assert tasks.task_commit("logs", {"stale": True}, expect=None, scope=ACME) is None
     assert tasks.task_commit("logs", {"artifacts": [key, "x"]}, expect=1, scope=ACME) == 2
     assert tasks.task_commit("logs", {"stale": True}, expect=1, scope=ACME) is None

@@ -20,8 +20,13 @@ from typing import Any
 
 def make(namespace: str, lines: int) -> str:
     """The output stored under ``namespace``: log lines with one needle in the middle."""
-    body = [f"2026-03-14 INFO {namespace} GET /items/{i} 200 in {i % 97} ms\n" for i in range(lines)]
-    body.insert(lines // 2, f"2026-03-14 ERROR {namespace} vault-9 rejected rotation key NEEDLE-{namespace}\n")
+    body = [
+        f"2026-03-14 INFO {namespace} GET /items/{i} 200 in {i % 97} ms\n" for i in range(lines)
+    ]
+    body.insert(
+        lines // 2,
+        f"2026-03-14 ERROR {namespace} vault-9 rejected rotation key NEEDLE-{namespace}\n",
+    )
     return "".join(body)
 
 
@@ -91,7 +96,9 @@ def main(argv: list[str]) -> int:
                         found["line1"] = memory.read_lines(namespace, 1, 2).value
                         found["page1"] = memory.read(namespace, 1).value[:60]
                         found["sha"] = digest(memory.load_artifacts(namespace).value[0].value)
-                        hits = memory.query(namespace, f"vault-9 rotation key NEEDLE-{namespace}", top_n=3)
+                        hits = memory.query(
+                            namespace, f"vault-9 rotation key NEEDLE-{namespace}", top_n=3
+                        )
                         found["query"] = f"NEEDLE-{namespace}" in hits.to_text()
                 out[namespace] = found
         print(json.dumps(out), flush=True)

@@ -157,3 +157,20 @@ def test_a_namespace_deleted_while_another_process_reads_it(tmp_path: Path) -> N
     assert reader.namespaces() == [] and reader.query("doomed", "vault").value == []
     writer.close()
     reader.close()
+
+
+def test_the_cli_reads_a_memory_another_process_holds_open(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with TaskMemory(path=home / "qdrant") as held:  # this process holds vectors/
+        held.store_artifact("logs", TextArtifact(worker.make("logs", 300)))
+        cli = [sys.executable, "-m", "offprompt.cli", "--home", str(home)]
+        read = subprocess.run([*cli, "read", "logs"], capture_output=True, text=True, timeout=120)
+        assert read.returncode == 0, read.stderr[-2000:]
+        assert read.stdout.startswith(worker.make("logs", 300).splitlines()[0])
+        query = subprocess.run(
+            [*cli, "query", "logs", "vault-9 rotation key NEEDLE-logs"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert query.returncode == 0 and "NEEDLE-logs" in query.stdout, query.stderr[-2000:]

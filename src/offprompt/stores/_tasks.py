@@ -39,7 +39,7 @@ _TP = "tenant = ? AND user_id = ? AND agent = ? AND run = ? AND session_id = ?"
 Part = tuple[str, str, str, str, str]
 
 
-def TASK_DDL(blob_type: str) -> tuple[str, ...]:  # noqa: N802 - a constant per dialect
+def TASK_DDL(blob_type: str) -> tuple[str, ...]:
     """The two tables, with the dialect's binary type (``BLOB`` / ``bytea``)."""
     cols = (
         "tenant TEXT NOT NULL DEFAULT '', user_id TEXT NOT NULL DEFAULT '',"
@@ -58,7 +58,8 @@ def TASK_DDL(blob_type: str) -> tuple[str, ...]:  # noqa: N802 - a constant per 
 
 @dataclass(frozen=True)
 class Stmt:
-    """One statement of a task operation and what the operation wants back."""
+    """One statement of an operation and what the operation wants back (its rows or
+    its rowcount); ``PostgresStore``'s operations use it too, as ``_Q``."""
 
     sql: str
     params: Sequence[Any] = ()

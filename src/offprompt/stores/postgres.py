@@ -83,9 +83,8 @@ import threading
 import time
 import weakref
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
@@ -240,13 +239,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class _Q:
-    """One statement of an operation, and what the operation wants back from it."""
-
-    sql: str
-    params: Sequence[Any] = ()
-    fetch: Literal["rows", "rowcount"] = "rows"
+#: One statement of an operation, and what the operation wants back from it (the task
+#: operations' statement type: the same three fields, ``%s`` placeholders here).
+_Q = _tasks.Stmt
 
 
 #: An operation: a generator of statements that receives each one's rows or rowcount.

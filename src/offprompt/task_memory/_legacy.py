@@ -51,7 +51,9 @@ def import_points(store: BaseStore, vectors: QdrantVectorStore) -> Moved:
         scope = Scope(tenant=str(payload["tenant"]), **fields)
         meta = {k: v for k, v in payload.items() if k not in RESERVED_KEYS}
         scoped = (
-            vectors.with_scope(scope) if any(fields.values()) else vectors.with_tenant(scope.tenant or "default")
+            vectors.with_scope(scope)
+            if any(fields.values())
+            else vectors.with_tenant(scope.tenant or "default")
         )
         if store.task_get(namespace, scope=scope) is None:
             store.task_commit(namespace, meta, expect=None, scope=scope)

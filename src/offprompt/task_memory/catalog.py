@@ -58,7 +58,7 @@ class VectorCatalog:
             meta[VERSION] = 1
         return meta
 
-    def list(self) -> dict[str, Meta]:
+    def list_all(self) -> dict[str, Meta]:
         docs = self.vector_store.list_metadata(META_KEY)
         for meta in docs.values():
             meta[VERSION] = 1
@@ -133,7 +133,7 @@ class StoreCatalog:
             return None
         return {**record.meta, VERSION: record.version}
 
-    def list(self) -> dict[str, Meta]:
+    def list_all(self) -> dict[str, Meta]:
         return {
             r.namespace: {**r.meta, VERSION: r.version}
             for r in self.store.task_list(scope=self.scope)

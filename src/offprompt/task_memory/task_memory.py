@@ -58,20 +58,21 @@ from offprompt.artifacts import (
 )
 from offprompt.errors import (
     NamespaceError,
-    StorageError,
     NotFoundError,
     NotJsonError,
     OffpromptError,
     RangeError,
+    StorageError,
     StorageMismatchError,
     ValidationError,
 )
 from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
+from offprompt.stores.base import BaseStore
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
 from offprompt.task_memory import json_view
-from offprompt.stores.base import BaseStore
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
+from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
 from offprompt.task_memory.catalog import (
     META_KEY,
     StoreBlobStore,
@@ -79,7 +80,6 @@ from offprompt.task_memory.catalog import (
     VectorCatalog,
     missing_blob,
 )
-from offprompt.task_memory.card import OutputStats, render_card, sniff_kind, tools_for
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
 from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
@@ -274,7 +274,10 @@ class TaskMemory:
             assert isinstance(sqlite, SQLiteStore)
         elif store is not None:
             self._catalog = StoreCatalog(
-                store, self._row_scope, self.vector_store, blobs_in_store=blob_store is None,
+                store,
+                self._row_scope,
+                self.vector_store,
+                blobs_in_store=blob_store is None,
                 owned=False,
             )
             if blob_store is None:
@@ -343,7 +346,16 @@ class TaskMemory:
             self._indexer.stop()
         self._texts.clear()
         if self._owns_vector_store:
-            self.vector_store.close()
+            try:
+                self.vector_store.close()
+            except Exception as exc:
+                if not self._catalog.shared:
+                    self._catalog.close()
+                    raise
+                emit_safely(
+                    self.tracer,
+                    TraceEvent("offload", detail={"stage": "close", "error": str(exc)[:500]}),
+                )
         self._unregister()
         self._catalog.close()
 
@@ -506,12 +518,24 @@ class TaskMemory:
                 self._finish_meta(meta, stats, now, tool, activity, sensitive, context)
                 # The commit point: one atomic metadata write makes the generation visible.
                 meta = self._commit(
-                    namespace, meta, storage, entries, items, fresh,
+                    namespace,
+                    meta,
+                    storage,
+                    entries,
+                    items,
+                    fresh,
                     lambda m: self._finish_meta(
-                        m, self._fresh_stats(namespace, m, items, fresh), now, tool, activity,
-                        sensitive, context,
+                        m,
+                        self._fresh_stats(namespace, m, items, fresh),
+                        now,
+                        tool,
+                        activity,
+                        sensitive,
+                        context,
                     ),
-                    now, tool, activity,
+                    now,
+                    tool,
+                    activity,
                 )
             except BaseException:
                 for _, pending in puts:
@@ -817,7 +841,7 @@ class TaskMemory:
         others index a namespace when it is first queried (:meth:`_ensure_held`).
         """
         try:
-            docs = self._catalog.list()
+            docs = self._catalog.list_all()
             if isinstance(self._catalog, StoreCatalog):
                 if self.index_location != "path":
                     return
@@ -909,7 +933,12 @@ class TaskMemory:
                 return
             del text
 
-            def record(meta: dict[str, Any]) -> bool:
+            def record(
+                meta: dict[str, Any],
+                generation: str = generation,
+                first_seq: int = first_seq,
+                counts: dict[str, int] = counts,
+            ) -> bool:
                 current = next(
                     (e for e in meta["artifacts"] if e["generation"] == generation), None
                 )
@@ -1304,7 +1333,7 @@ class TaskMemory:
 
     def namespaces(self) -> list[str]:
         """Committed namespaces of this memory and tenant, sorted."""
-        docs = self._catalog.list()
+        docs = self._catalog.list_all()
         return sorted(
             ns
             for ns, meta in docs.items()
@@ -1338,7 +1367,7 @@ class TaskMemory:
         with self._lock:
             docs = {
                 ns: meta
-                for ns, meta in self._catalog.list().items()
+                for ns, meta in self._catalog.list_all().items()
                 if meta.get("memory") == self.name
             }
             doomed = [
@@ -1447,7 +1476,7 @@ class TaskMemory:
             return
         self._swept_at = time.monotonic()
         with contextlib.suppress(OffpromptError):
-            self._sweep_index(self._catalog.list())
+            self._sweep_index(self._catalog.list_all())
 
     def _public_meta(self, namespace: str, meta: Mapping[str, Any]) -> dict[str, Any]:
         pages = 0
@@ -1938,9 +1967,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _import_legacy(
-    root: Path, store: BaseStore, vectors: QdrantVectorStore, location: str
-) -> None:
+def _import_legacy(root: Path, store: BaseStore, vectors: QdrantVectorStore, location: str) -> None:
     """Move the namespace metadata a release before the shared layout kept as points in
     ``root/vectors`` into ``task.db``, once (every tenant and scope; the raw text is
     already in ``blobs/``), and record that this index holds their indexed chunks."""
