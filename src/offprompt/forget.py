@@ -172,6 +172,9 @@ def forget(
             residues[repr(memory)] = [
                 "the vector engine's WAL and payload storage (pass purge=True to rewrite them)"
             ]
+        unreached = getattr(memory, "forget_unreached", None)
+        if callable(unreached):
+            residues.setdefault(repr(memory), []).extend(unreached())
         return counts
 
     steps += [(repr(m), lambda m=m: _memory(m)) for m in memories]

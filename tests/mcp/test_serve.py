@@ -162,7 +162,9 @@ async def test_forget_needs_a_scope_and_bad_arguments_are_named(home):
         assert wire(bad)["isError"] and "bad arguments for read_session (limit)" in text_of(bad)
 
 
-def test_a_home_already_open_elsewhere_is_refused_with_what_to_do(home):
+def test_a_home_already_open_elsewhere_is_shared(home):
+    # Since issue 29 several processes share one home: the server starts beside it
+    # (and ends cleanly at the end of its stdin) instead of being refused.
     with TaskMemory(path=home / "qdrant"):
         run = subprocess.run(
             [*serve_command(home)],
@@ -171,5 +173,5 @@ def test_a_home_already_open_elsewhere_is_refused_with_what_to_do(home):
             timeout=120,
             stdin=subprocess.DEVNULL,
         )
-    assert run.returncode == 1
-    assert "is open in another process; give each" in run.stderr
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "open in another process" not in run.stderr

@@ -86,21 +86,21 @@ def test_migrates_a_version_1_schema_forward(postgres_dsn: str) -> None:
     )
     acme = Scope(tenant="acme")
     with PostgresStore(postgres_dsn) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4  # v4: task outputs
         assert [r.message for r in store.read("s", scope=acme)] == old
         assert store.append("s", msgs("new"), [1], scope=acme, idempotency_key="k") == [2]
         assert store.append("s", msgs("new"), [1], scope=acme, idempotency_key="k") == [2]
         assert store.count("s", scope=acme) == 3
     rows = sql(postgres_dsn, "SELECT version FROM offprompt_schema_version ORDER BY version")
-    assert rows == [(1,), (2,), (3,)]
+    assert rows == [(1,), (2,), (3,), (4,)]
     assert sql(postgres_dsn, "SELECT seq, batch FROM offprompt_messages ORDER BY seq") == [
         (0, None),
         (1, None),
         (2, "k"),
     ]
     with PostgresStore(postgres_dsn) as again:  # opening a current schema changes nothing
-        assert again.schema_version == 3
-    assert len(sql(postgres_dsn, "SELECT * FROM offprompt_schema_version")) == 3
+        assert again.schema_version == 4
+    assert len(sql(postgres_dsn, "SELECT * FROM offprompt_schema_version")) == 4
 
 
 def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_dsn: str) -> None:
@@ -110,7 +110,7 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_dsn: 
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert list(pool.map(lambda _: open_one(), range(4))) == [SCHEMA_VERSION] * 4
-    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_schema_version") == [(3,)]
+    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_schema_version") == [(4,)]
 
 
 def test_refuses_a_newer_schema_and_a_foreign_table_untouched(postgres_dsn: str) -> None:

@@ -86,7 +86,7 @@ def test_a_schema_3_file_opens_and_moves_forward(tmp_path: Path) -> None:
 
     bob = Scope(user="bob")
     store = SQLiteStore(path)
-    assert store.schema_version == SCHEMA_VERSION == 4
+    assert store.schema_version == SCHEMA_VERSION == 5  # v5: task outputs
     assert [s.message for s in store.read("s", scope=bob)] == old  # full bodies still read
     assert store.get_state("s", "k", scope=bob) == {"v": 1}
     assert store.append("s", [Message.user("new")], [1], scope=bob) == [2]

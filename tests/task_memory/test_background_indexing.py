@@ -18,6 +18,8 @@ import pytest
 
 from offprompt.artifacts import InfoArtifact, TextArtifact
 from offprompt.errors import ValidationError
+from offprompt.scope import Scope
+from offprompt.stores import SQLiteStore
 from offprompt.task_memory import (
     ActionSubtaskMetaEntry,
     BlobArtifactStorage,
@@ -126,10 +128,11 @@ def test_sigkill_mid_index_then_reopen_loads_byte_identical_and_finishes(tmp_pat
         + [NEEDLE]
         + [f"2026-03-14 INFO api GET /items/{i} 200\n" for i in range(140_000, 150_000)]
     )
-    # What the crash left: committed raw text, the artifact still marked unindexed.
-    with QdrantVectorStore(path=str(root / "vectors")) as raw:
-        meta = raw.get_metadata("killed", "task_memory")
-        assert meta is not None and meta["artifacts"][0]["indexed"] is False
+    # What the crash left: committed raw text, the artifact still marked unindexed
+    # (the metadata lives in task.db since issue 29).
+    with SQLiteStore(root / "task.db") as raw:
+        record = raw.task_get("killed", scope=Scope(tenant="default"))
+        assert record is not None and record.meta["artifacts"][0]["indexed"] is False
     with TaskMemory(path=root) as memory:
         assert memory.load_artifacts("killed").value[0].value == expected
         assert memory.grep("killed", "K-77421").matches[0].line_number == 140_001

@@ -269,7 +269,9 @@ def test_crash_between_upsert_and_metadata_leaves_nothing_visible(tmp_path: Path
     def crash(*args: object, **kwargs: object) -> None:
         raise StorageError("simulated crash before the metadata write")
 
-    memory.vector_store.put_metadata = crash  # type: ignore[method-assign]
+    # The commit point is the metadata row in task.db (issue 29; before, a vector point).
+    assert memory.store is not None
+    memory.store.task_commit = crash  # type: ignore[method-assign]
     with pytest.raises(StorageError):
         memory.store_artifact("new", TextArtifact(value=_log(100)))
     with pytest.raises(StorageError):

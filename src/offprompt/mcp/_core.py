@@ -209,8 +209,9 @@ class CoreBinding:
 def open_task_memory(home: Path, scope: Scope | None) -> TaskMemory:
     """The task memory of an offprompt home (``HOME/qdrant``), in ``scope``'s partition.
 
-    The embedded engine is one process's at a time: a second proxy or server on the
-    same home is refused with an error that says so.
+    Any number of proxies and servers may open the same home at once (issue 29): the
+    stored outputs are in ``HOME/qdrant/task.db`` and ``blobs/``, and each process
+    indexes them for itself.
 
     Raises:
         OffpromptError: The home is not a directory, or its memory cannot be opened.
@@ -221,11 +222,6 @@ def open_task_memory(home: Path, scope: Scope | None) -> TaskMemory:
     try:
         return TaskMemory(path=home / "qdrant", scope=scope)
     except Exception as exc:
-        if "WouldBlock" in str(exc) or "lock" in str(exc).lower():
-            raise OffpromptError(
-                f"the task memory in {home} is open in another process; give each "
-                "`offprompt mcp proxy`/`serve` its own --home"
-            ) from None
         if isinstance(exc, OffpromptError):
             raise
         raise OffpromptError(f"cannot open the task memory in {home}: {exc}") from None

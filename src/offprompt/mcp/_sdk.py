@@ -56,7 +56,7 @@ if MAJOR >= 2:
 else:
     from mcp import McpError as _Error  # type: ignore[attr-defined,no-redef,unused-ignore]
 
-    _HANDSHAKE = types.LATEST_PROTOCOL_VERSION
+    _HANDSHAKE = types.LATEST_PROTOCOL_VERSION  # type: ignore[misc,unused-ignore]
 
 MCPError: type[Exception] = _Error
 """The exception the SDK raises for (and turns into) a JSON-RPC error: ``.error.code``,

@@ -22,7 +22,7 @@ from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 from typing_extensions import Self
 
 from offprompt._validation import MAX_SESSION_ID_LENGTH, ensure_json, validate_session_id
-from offprompt.errors import NamespaceError, ValidationError
+from offprompt.errors import NamespaceError, StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
 
@@ -36,6 +36,7 @@ __all__ = [
     "SessionInfo",
     "SessionVersion",
     "StoredMessage",
+    "TaskRecord",
     "check_append",
     "validate_session_id",
 ]
@@ -106,6 +107,21 @@ class SessionVersion:
 
     next_seq: int
     epoch: int
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One stored tool output's metadata, as a store keeps it (see ``TaskMemory``).
+
+    Attributes:
+        namespace: The namespace.
+        meta: The metadata document (JSON).
+        version: Bumped by every commit; a commit names the version it read.
+    """
+
+    namespace: str
+    meta: dict[str, Any]
+    version: int
 
 
 #: Scope field -> SQL column, for the SQL stores' selector (``forget``, listing) filters.
@@ -228,10 +244,11 @@ class ForgetCounts:
     sessions: int = 0
     blobs: int = 0
     residue: tuple[str, ...] = ()
+    task_outputs: int = 0
 
     @property
     def total(self) -> int:
-        return self.messages + self.state + self.blobs
+        return self.messages + self.state + self.blobs + self.task_outputs
 
 
 class BaseStore(ABC):
@@ -360,6 +377,71 @@ class BaseStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""
+
+    # -- task outputs (TaskMemory(store=...)) -------------------------------------------
+    # A namespace's metadata document, versioned, and the content-addressed raw bytes it
+    # refers to. ``scope`` is the exact partition (tenant, user, agent, run and session).
+    # Stores that keep no task outputs raise StorageError (this default).
+
+    def _no_tasks(self) -> StorageError:
+        return StorageError(f"{type(self).__name__} does not keep task outputs")
+
+    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        """The committed metadata of ``namespace``, or ``None``."""
+        raise self._no_tasks()
+
+    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
+        """Every committed namespace of the partition, sorted by namespace."""
+        raise self._no_tasks()
+
+    def task_commit(
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        *,
+        expect: int | None,
+        blobs: Sequence[str] = (),
+        scope: Scope | None = None,
+    ) -> int | None:
+        """Commit ``meta`` if the stored version is still ``expect`` (``None``: the
+        namespace must not exist) and every blob key in ``blobs`` is stored, in one
+        transaction. Returns the new version, or ``None`` on a version conflict.
+
+        Raises:
+            NotFoundError: A blob in ``blobs`` is not stored (nothing was written).
+        """
+        raise self._no_tasks()
+
+    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        """Delete the namespace's metadata and blobs at once; returns what was deleted."""
+        raise self._no_tasks()
+
+    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
+        """Store ``data`` (durably, before returning); returns its key (SHA-256)."""
+        raise self._no_tasks()
+
+    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
+        """The bytes stored under ``key``.
+
+        Raises:
+            NotFoundError: No such blob.
+        """
+        raise self._no_tasks()
+
+    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
+        """Keys of the namespace's blobs, sorted."""
+        raise self._no_tasks()
+
+    def task_delete_blob(
+        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+    ) -> int:
+        """Delete one blob (every blob of the namespace when ``key`` is None)."""
+        raise self._no_tasks()
+
+    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
+        """Delete the task outputs (and their blobs) of every partition ``scope`` selects,
+        and nothing else; returns ``(outputs, blobs)``. :meth:`forget_scope` does this too."""
+        raise self._no_tasks()
 
     def scoped(self, scope: Scope) -> ScopedStore:
         """A view of this store that passes ``scope`` to every call.
@@ -539,6 +621,14 @@ class ScopedStore(BaseStore):
     delete_state = _forwarded(BaseStore.delete_state)
     state_keys = _forwarded(BaseStore.state_keys)
     blob_count = _forwarded(BaseStore.blob_count)
+    task_get = _forwarded(BaseStore.task_get)
+    task_list = _forwarded(BaseStore.task_list)
+    task_commit = _forwarded(BaseStore.task_commit)
+    task_delete = _forwarded(BaseStore.task_delete)
+    task_put_blob = _forwarded(BaseStore.task_put_blob)
+    task_get_blob = _forwarded(BaseStore.task_get_blob)
+    task_blob_keys = _forwarded(BaseStore.task_blob_keys)
+    task_delete_blob = _forwarded(BaseStore.task_delete_blob)
 
     def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
         """Forget ``scope`` narrowed to this view's scope (never reaches outside it)."""

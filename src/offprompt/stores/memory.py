@@ -14,9 +14,10 @@ from typing import Any
 
 from offprompt._validation import lone_surrogate_error
 from offprompt.artifacts import BaseArtifact
-from offprompt.errors import SerializationError
+from offprompt.errors import NotFoundError, SerializationError
 from offprompt.messages import Message
 from offprompt.scope import PARTITION_FIELDS, Scope, as_scope
+from offprompt.stores import _tasks
 from offprompt.stores.base import (
     BaseStore,
     ForgetCounts,
@@ -24,6 +25,7 @@ from offprompt.stores.base import (
     SessionInfo,
     SessionVersion,
     StoredMessage,
+    TaskRecord,
     check_append,
     check_range,
     check_scope_session,
@@ -120,6 +122,9 @@ class InMemoryStore(BaseStore):
         self._lock = threading.Lock()
         # Keyed by (scope partition, session id): partitions never share a session.
         self._sessions: dict[_Key, _Session] = {}
+        # Task outputs: (partition + session, namespace) -> (version, meta JSON) / blobs.
+        self._tasks: dict[tuple[_tasks.Part, str], tuple[int, str]] = {}
+        self._task_blobs: dict[tuple[_tasks.Part, str], dict[str, bytes]] = {}
         self._closed = False
 
     def __repr__(self) -> str:
@@ -265,7 +270,102 @@ class InMemoryStore(BaseStore):
                 messages += len(session.seqs)
                 state += len(session.state)
                 sessions += 1 if session.seqs or session.state else 0
-        return ForgetCounts(messages, state, sessions, 0)
+            tasks, blobs = self._forget_tasks(selected)
+        return ForgetCounts(messages, state, sessions, blobs, task_outputs=tasks)
+
+    def _forget_tasks(self, selected: Scope) -> tuple[int, int]:
+        """Drop the task outputs ``selected`` selects (the caller holds the lock)."""
+        fields = ("tenant", "user", "agent", "run", "session")
+        wanted = selected.fields()
+
+        def chosen(part: _tasks.Part) -> bool:
+            return all(part[fields.index(f)] == v for f, v in wanted.items())
+
+        tasks = [k for k in self._tasks if chosen(k[0])]
+        for k in tasks:
+            del self._tasks[k]
+        blobs = 0
+        for k in [k for k in self._task_blobs if chosen(k[0])]:
+            blobs += len(self._task_blobs.pop(k))
+        return len(tasks), blobs
+
+    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
+        selected = check_selector(scope, all=all)
+        with self._lock:
+            return self._forget_tasks(selected)
+
+    # -- task outputs ----------------------------------------------------------------
+    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        key = (_tasks.task_part(namespace, scope), namespace)
+        with self._lock:
+            found = self._tasks.get(key)
+        return None if found is None else TaskRecord(namespace, json.loads(found[1]), found[0])
+
+    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
+        part = _tasks.list_part(scope)
+        with self._lock:
+            rows = [(k[1], v) for k, v in self._tasks.items() if k[0] == part]
+        return [TaskRecord(ns, json.loads(meta), version) for ns, (version, meta) in sorted(rows)]
+
+    def task_commit(
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        *,
+        expect: int | None,
+        blobs: Sequence[str] = (),
+        scope: Scope | None = None,
+    ) -> int | None:
+        text = _tasks.check_meta(meta)
+        key = (_tasks.task_part(namespace, scope), namespace)
+        with self._lock:
+            found = self._tasks.get(key)
+            if (found[0] if found else None) != expect:
+                return None
+            have = self._task_blobs.get(key, {})
+            missing = [k for k in blobs if k not in have]
+            if missing:
+                raise NotFoundError(f"task blobs not stored (deleted meanwhile?): {missing}")
+            version = 1 if expect is None else expect + 1
+            self._tasks[key] = (version, text)
+        return version
+
+    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        key = (_tasks.task_part(namespace, scope), namespace)
+        with self._lock:
+            found = self._tasks.pop(key, None)
+            self._task_blobs.pop(key, None)
+        return None if found is None else TaskRecord(namespace, json.loads(found[1]), found[0])
+
+    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
+        key = (_tasks.task_part(namespace, scope), namespace)
+        digest = _tasks.content_key(data)
+        with self._lock:
+            self._task_blobs.setdefault(key, {}).setdefault(digest, bytes(data))
+        return digest
+
+    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
+        where = (_tasks.task_part(namespace, scope), namespace)
+        with self._lock:
+            data = self._task_blobs.get(where, {}).get(key)
+        if data is None:
+            raise NotFoundError(f"no blob {key} in namespace {namespace!r}", namespace=namespace)
+        return data
+
+    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
+        where = (_tasks.task_part(namespace, scope), namespace)
+        with self._lock:
+            return sorted(self._task_blobs.get(where, {}))
+
+    def task_delete_blob(
+        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+    ) -> int:
+        where = (_tasks.task_part(namespace, scope), namespace)
+        with self._lock:
+            blobs = self._task_blobs.get(where, {})
+            if key is None:
+                return len(self._task_blobs.pop(where, {}))
+            return 1 if blobs.pop(key, None) is not None else 0
 
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         check_state(session_id, key)

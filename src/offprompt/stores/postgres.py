@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -82,17 +83,17 @@ import threading
 import time
 import weakref
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from offprompt.errors import NotAStoreError, StorageError, ValidationError
+from offprompt.errors import NotAStoreError, NotFoundError, StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
+from offprompt.stores import _tasks
 from offprompt.stores._blobrefs import decode_cached, externalize, ref_keys
 from offprompt.stores.base import (
     SCOPE_COLUMNS,
@@ -102,6 +103,7 @@ from offprompt.stores.base import (
     SessionInfo,
     SessionVersion,
     StoredMessage,
+    TaskRecord,
     check_append,
     check_range,
     check_scope_session,
@@ -119,7 +121,7 @@ __all__ = [
     "redact_dsn",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1
@@ -132,6 +134,8 @@ _TABLES = (
     "offprompt_blobs",
     "offprompt_blob_refs",
     "offprompt_batches",
+    "offprompt_tasks",
+    "offprompt_task_blobs",
 )
 
 #: libpq settings (unless the dsn sets them) that notice a peer gone silent (a cut
@@ -228,18 +232,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # so an append updates one index per message instead of two.
         "DROP INDEX IF EXISTS offprompt_messages_user",
     ),
+    # v4: stored tool outputs (TaskMemory(store=...)): metadata rows and raw bytes.
+    4: _tasks.TASK_DDL("bytea"),
 }
 
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class _Q:
-    """One statement of an operation, and what the operation wants back from it."""
-
-    sql: str
-    params: Sequence[Any] = ()
-    fetch: Literal["rows", "rowcount"] = "rows"
+#: One statement of an operation, and what the operation wants back from it (the task
+#: operations' statement type: the same three fields, ``%s`` placeholders here).
+_Q = _tasks.Stmt
 
 
 #: An operation: a generator of statements that receives each one's rows or rowcount.
@@ -664,7 +666,22 @@ def _op_forget(selected: Scope) -> _Op[ForgetCounts]:
     # The counter rows and keys go too: a session id can itself identify the subject.
     yield _Q(f"DELETE FROM offprompt_sessions WHERE {where}", params, "rowcount")
     yield _Q(f"DELETE FROM offprompt_batches WHERE {where}", params, "rowcount")
-    return ForgetCounts(int(messages), int(state), int(rows[0][0]), int(blobs))
+    tasks, task_blobs = yield from _pg(_tasks.op_forget(selected))
+    return ForgetCounts(
+        int(messages), int(state), int(rows[0][0]), int(blobs) + task_blobs, task_outputs=tasks
+    )
+
+
+def _pg(op: _tasks.Op[_T]) -> _Op[_T]:
+    """A task operation (``?`` placeholders) as one of this module's operations."""
+    try:
+        stmt = next(op)
+        while True:
+            result = yield _Q(stmt.sql.replace("?", "%s"), stmt.params, stmt.fetch)
+            stmt = op.send(result)
+    except StopIteration as stop:
+        done: _T = stop.value
+        return done
 
 
 def _op_get_state(part: tuple[str, str, str, str], session_id: str, key: str) -> _Op[Any]:
@@ -1282,6 +1299,70 @@ class PostgresStore(BaseStore):
         _check_prefix(prefix)
         return await self._ado(_op_state_keys(part, session_id, prefix), action="state_keys")
 
+    # -- task outputs ----------------------------------------------------------------
+    def _task(self, op: _tasks.Op[_T], action: str, *, write: bool = False) -> _T:
+        try:
+            return self._do(_pg(op), action=action, write=write)
+        except _tasks.BlobsMissing as missing:
+            raise NotFoundError(
+                f"task blobs not stored on {self.where} (deleted meanwhile?): {missing}",
+                host=self.where,
+            ) from None
+
+    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        part = _tasks.task_part(namespace, scope)
+        return self._task(_tasks.op_get(part, namespace), "reading a task output")
+
+    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
+        return self._task(_tasks.op_list(_tasks.list_part(scope)), "listing task outputs")
+
+    def task_commit(
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        *,
+        expect: int | None,
+        blobs: Sequence[str] = (),
+        scope: Scope | None = None,
+    ) -> int | None:
+        text = _tasks.check_meta(meta)
+        part = _tasks.task_part(namespace, scope)
+        op = _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
+        return self._task(op, "committing a task output", write=True)
+
+    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        part = _tasks.task_part(namespace, scope)
+        return self._task(_tasks.op_delete(part, namespace), "deleting a task output", write=True)
+
+    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
+        part = _tasks.task_part(namespace, scope)
+        key = _tasks.content_key(data)
+        op = _tasks.op_put_blob(part, namespace, key, bytes(data))
+        self._task(op, "storing a task output's bytes", write=True)
+        return key
+
+    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
+        part = _tasks.task_part(namespace, scope)
+        data = self._task(_tasks.op_get_blob(part, namespace, key), "reading a task blob")
+        if data is None:
+            raise NotFoundError(f"no blob {key} in namespace {namespace!r}", namespace=namespace)
+        return data
+
+    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
+        part = _tasks.task_part(namespace, scope)
+        return self._task(_tasks.op_blob_keys(part, namespace), "listing task blobs")
+
+    def task_delete_blob(
+        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+    ) -> int:
+        part = _tasks.task_part(namespace, scope)
+        op = _tasks.op_delete_blob(part, namespace, key)
+        return self._task(op, "deleting a task blob", write=True)
+
+    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
+        selected = check_selector(scope, all=all)
+        return self._task(_tasks.op_forget(selected), "forgetting task outputs", write=True)
+
     # -- closing ---------------------------------------------------------------------
     def close(self) -> None:
         """Close the pools the store made (pools passed in stay open).
@@ -1336,9 +1417,7 @@ def _skipped_tables(into: list[str]) -> Any:
 
 
 def _with_residue(counts: ForgetCounts, vacuumed: bool) -> ForgetCounts:
-    return ForgetCounts(
-        counts.messages, counts.state, counts.sessions, counts.blobs, residue=_residue(vacuumed)
-    )
+    return dataclasses.replace(counts, residue=_residue(vacuumed))
 
 
 def _close_in_loop(loop: asyncio.AbstractEventLoop, pool: AsyncConnectionPool[Any]) -> None:

@@ -17,6 +17,8 @@ for unset, see :class:`~offprompt.scope.Scope`), and every query filters on it::
     offprompt_sessions   <partition>, session_id, next_seq, epoch, message_count, last_activity
     offprompt_blobs      <partition>, key (sha256), data     -- image bytes, stored once
     offprompt_blob_refs  <partition>, session_id, seq, key   -- which message uses which blob
+    offprompt_tasks      <partition>, session_id, namespace, version, meta -- TaskMemory outputs
+    offprompt_task_blobs <partition>, session_id, namespace, key, data     -- their raw bytes
 
 Connections run with ``secure_delete`` on: deleted rows are overwritten with zeros, so
 what :func:`offprompt.forget.forget` deletes does not linger in free pages.
@@ -35,9 +37,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from offprompt.errors import NotAStoreError, StorageError, ValidationError
+from offprompt.errors import NotAStoreError, NotFoundError, StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
+from offprompt.stores import _tasks
 from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores._bodies import pack_body, unpack_body
 from offprompt.stores.base import (
@@ -48,6 +51,7 @@ from offprompt.stores.base import (
     SessionInfo,
     SessionVersion,
     StoredMessage,
+    TaskRecord,
     check_append,
     check_range,
     check_scope_session,
@@ -58,7 +62,7 @@ from offprompt.stores.base import (
 
 __all__ = ["CHECKPOINT_WAIT", "SCHEMA_VERSION", "SQLiteStore", "default_path", "default_store"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Seconds :meth:`SQLiteStore.checkpoint` retries while another connection's reader
 #: keeps the WAL (``forget`` then reports the WAL as not clean instead of waiting on).
 CHECKPOINT_WAIT = 5.0
@@ -203,11 +207,18 @@ def _migrate_4(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE INDEX {table}_user ON {table} (user_id) WHERE {_SCOPED_USER}")
 
 
+def _migrate_5(conn: sqlite3.Connection) -> None:
+    # v5: stored tool outputs (TaskMemory(store=...)): metadata rows and raw bytes.
+    for statement in _tasks.TASK_DDL("BLOB"):
+        conn.execute(statement)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1,
     2: _migrate_2,
     3: _migrate_3,
     4: _migrate_4,
+    5: _migrate_5,
 }
 
 
@@ -702,6 +713,7 @@ class SQLiteStore(BaseStore):
                 ).rowcount
             # The counter rows go too: a session id can itself identify the subject.
             conn.execute(f"DELETE FROM offprompt_sessions WHERE {where}", params)
+            tasks, task_blobs = _tasks.run_on(conn.execute, _tasks.op_forget(selected))
         try:
             self.checkpoint()
         except StorageError as exc:
@@ -711,7 +723,90 @@ class SQLiteStore(BaseStore):
                 "the reader has finished",
                 path=str(self.path),
             ) from None
-        return ForgetCounts(int(messages), int(state), int(sessions), int(blobs))
+        return ForgetCounts(
+            int(messages), int(state), int(sessions), int(blobs) + task_blobs, task_outputs=tasks
+        )
+
+    # -- task outputs ----------------------------------------------------------------
+    def _task_read(self, op: _tasks.Op[Any]) -> Any:
+        try:
+            return _tasks.run_on(self._conn().execute, op)
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"read from {self.path} failed: {exc}", path=str(self.path)
+            ) from None
+
+    def _task_write(self, op: _tasks.Op[Any]) -> Any:
+        try:
+            with self._write() as conn:
+                return _tasks.run_on(conn.execute, op)
+        except _tasks.BlobsMissing as missing:
+            raise NotFoundError(
+                f"task blobs not stored (deleted meanwhile?): {missing}", path=str(self.path)
+            ) from None
+
+    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        found: TaskRecord | None = self._task_read(
+            _tasks.op_get(_tasks.task_part(namespace, scope), namespace)
+        )
+        return found
+
+    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
+        found: list[TaskRecord] = self._task_read(_tasks.op_list(_tasks.list_part(scope)))
+        return found
+
+    def task_commit(
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        *,
+        expect: int | None,
+        blobs: Sequence[str] = (),
+        scope: Scope | None = None,
+    ) -> int | None:
+        text = _tasks.check_meta(meta)
+        part = _tasks.task_part(namespace, scope)
+        version: int | None = self._task_write(
+            _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
+        )
+        return version
+
+    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        part = _tasks.task_part(namespace, scope)
+        found: TaskRecord | None = self._task_write(_tasks.op_delete(part, namespace))
+        return found
+
+    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
+        part = _tasks.task_part(namespace, scope)
+        key = _tasks.content_key(data)
+        self._task_write(_tasks.op_put_blob(part, namespace, key, bytes(data)))
+        return key
+
+    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
+        part = _tasks.task_part(namespace, scope)
+        data: bytes | None = self._task_read(_tasks.op_get_blob(part, namespace, key))
+        if data is None:
+            raise NotFoundError(f"no blob {key} in namespace {namespace!r}", namespace=namespace)
+        return data
+
+    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
+        part = _tasks.task_part(namespace, scope)
+        keys: list[str] = self._task_read(_tasks.op_blob_keys(part, namespace))
+        return keys
+
+    def task_delete_blob(
+        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+    ) -> int:
+        part = _tasks.task_part(namespace, scope)
+        removed: int = self._task_write(_tasks.op_delete_blob(part, namespace, key))
+        return removed
+
+    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
+        selected = check_selector(scope, all=all)
+        counts: tuple[int, int] = self._task_write(_tasks.op_forget(selected))
+        with contextlib.suppress(StorageError):
+            self.checkpoint(wait=0.5)
+        return counts
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
 

@@ -35,7 +35,10 @@ import asyncio
 import contextlib
 import functools
 import math
+import os
+import socket
 import threading
+import time
 import uuid
 from bisect import bisect_right
 from collections import OrderedDict
@@ -59,11 +62,13 @@ from offprompt.errors import (
     NotJsonError,
     OffpromptError,
     RangeError,
+    StorageError,
     StorageMismatchError,
     ValidationError,
 )
 from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
+from offprompt.stores.base import BaseStore
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
 from offprompt.task_memory import json_view
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
@@ -74,6 +79,13 @@ from offprompt.task_memory.card import (
     shape_only,
     sniff_kind,
     tools_for,
+)
+from offprompt.task_memory.catalog import (
+    META_KEY,
+    StoreBlobStore,
+    StoreCatalog,
+    VectorCatalog,
+    missing_blob,
 )
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
@@ -97,7 +109,7 @@ REFERENCE_TEMPLATE = (
     'and artifact_namespace "{namespace}".'
 )
 EMPTY_OUTPUT = "tool output is empty"
-_META_KEY = "task_memory"
+_META_KEY = META_KEY
 # Outputs up to this size get exact token counts and a parsed JSON outline at once;
 # larger ones get estimates (marked) until the background job has run.
 _EXACT_AT_ONCE_BYTES = 256 * 1024
@@ -105,7 +117,11 @@ _PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
 _SAMPLE_BYTES = 16 * 1024
 # Raw outputs from this size on are hashed and written in a worker thread.
 _BESIDE_BYTES = 1 << 20
-_VIEWS_CACHED = 4
+#: Bytes of namespace text a memory keeps decoded and cut (LRU by bytes; the view last
+#: read stays even when it alone is larger).
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+#: Commits retried when other processes keep committing the same namespace.
+_COMMIT_RETRIES = 50
 
 
 class TaskMemory:
@@ -118,8 +134,18 @@ class TaskMemory:
             :class:`BlobArtifactStorage` on ``blob_store``.
         vector_store: Where chunks and namespace metadata live; an embedded
             ``QdrantVectorStore`` (under ``path`` if given) when omitted.
-        path: Directory for a durable memory (``vectors/`` and ``blobs/`` inside).
+        path: Directory for a durable memory that any number of processes on this
+            host may open at once: namespace metadata in ``task.db`` (SQLite, WAL),
+            raw outputs as content-addressed fsync'd files in ``blobs/``; the first
+            process to open it keeps its chunk index in ``vectors/``, the others in a
+            temporary embedded index of their own (see README, "Several machines").
+        store: A conversation store that keeps the namespaces and raw outputs instead
+            (``PostgresStore`` for several hosts, ``SQLiteStore``, ``InMemoryStore``);
+            the caller closes it. Every process builds its chunk index from it (or
+            shares one Qdrant server through ``vector_store``).
         blob_store: Blob store; ``FileBlobStore(path / "blobs")`` or in memory.
+        cache_bytes: Bytes of namespace text kept in memory after a read (LRU by
+            bytes), so a large output is not fetched from the store twice.
         min_tokens: Outputs with fewer tokens pass through unchanged (unless
             ``sensitive``); 0 stores everything.
         tokenizer: A :class:`~offprompt.tokens.TiktokenTokenizer` (pages, chunks and BM25 are
@@ -168,7 +194,9 @@ class TaskMemory:
         storages: Mapping[type[BaseArtifact], ArtifactStorage] | None = None,
         vector_store: QdrantVectorStore | None = None,
         path: str | Path | None = None,
+        store: BaseStore | None = None,
         blob_store: BlobStore | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
         min_tokens: int = 0,
         tokenizer: TiktokenTokenizer | None = None,
         tenant: str = "default",
@@ -216,19 +244,63 @@ class TaskMemory:
         self.min_tokens = min_tokens
         self.page_tokens = page_tokens
         self.tokenizer = tokenizer
+        if path is not None and store is not None:
+            raise ValidationError("give path= or store=, not both")
+        if not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise ValidationError(f"cache_bytes must be an int >= 0, got {cache_bytes!r}")
         root = Path(path) if path is not None else None
+        self.path = root
         # close() releases only what this memory opened; a store passed in is the caller's
         self._owns_vector_store = vector_store is None
-        if vector_store is None:
-            vector_store = QdrantVectorStore(path=str(root / "vectors") if root else None)
+        self.index_location = "given" if vector_store is not None else "memory"
+        if vector_store is None and root is not None:
+            vector_store, self.index_location = _open_index(root)
+        elif vector_store is None:
+            vector_store = QdrantVectorStore()
         self.vector_store = (
             vector_store.with_scope(scope)
             if scope is not None
             else vector_store.with_tenant(self.tenant)
         )
+        self._row_scope = scope if scope is not None else Scope(tenant=self.tenant)
+        self._catalog: VectorCatalog | StoreCatalog
+        if root is not None:
+            from offprompt.stores.sqlite import SQLiteStore
+
+            sqlite = _open_sqlite(root)
+            self._catalog = StoreCatalog(
+                sqlite, self._row_scope, self.vector_store, blobs_in_store=False, owned=True
+            )
+            if blob_store is None:
+                blob_store = FileBlobStore(root / "blobs")
+            try:
+                _import_legacy(root, sqlite, vector_store, self.index_location)
+            except BaseException:
+                sqlite.close()
+                raise
+            assert isinstance(sqlite, SQLiteStore)
+        elif store is not None:
+            self._catalog = StoreCatalog(
+                store,
+                self._row_scope,
+                self.vector_store,
+                blobs_in_store=blob_store is None,
+                owned=False,
+            )
+            if blob_store is None:
+                blob_store = StoreBlobStore(store, self._row_scope)
+        else:
+            self._catalog = VectorCatalog(self.vector_store)
+        #: The store that holds the truth (``task.db`` for ``path=``, ``store=``), or None
+        #: when the metadata lives in the vector store (in memory, ``vector_store=``).
+        self.store: BaseStore | None = (
+            self._catalog.store if isinstance(self._catalog, StoreCatalog) else None
+        )
+        self._registration = self._register()
+        self._swept_at = time.monotonic()
         if storages is None:
             if blob_store is None:
-                blob_store = FileBlobStore(root / "blobs") if root else InMemoryBlobStore()
+                blob_store = InMemoryBlobStore()
             text_storage = TextArtifactStorage(
                 self.vector_store,
                 chunk_tokens=chunk_tokens,
@@ -251,6 +323,8 @@ class TaskMemory:
         self._lock = threading.RLock()
         self._views: OrderedDict[tuple[Any, ...], TextView] = OrderedDict()
         self._views_lock = threading.Lock()
+        self.cache_bytes = cache_bytes
+        self._cached_bytes = 0
         self._indexer: BackgroundIndexer | None = None
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         # The text of raw writes not yet indexed, by generation: the indexer starts from
@@ -279,7 +353,18 @@ class TaskMemory:
             self._indexer.stop()
         self._texts.clear()
         if self._owns_vector_store:
-            self.vector_store.close()
+            try:
+                self.vector_store.close()
+            except Exception as exc:
+                if not self._catalog.shared:
+                    self._catalog.close()
+                    raise
+                emit_safely(
+                    self.tracer,
+                    TraceEvent("offload", detail={"stage": "close", "error": str(exc)[:500]}),
+                )
+        self._unregister()
+        self._catalog.close()
 
     def __enter__(self) -> TaskMemory:
         return self
@@ -322,7 +407,7 @@ class TaskMemory:
 
     def _meta(self, namespace: str) -> dict[str, Any] | None:
         validate_namespace(namespace)
-        meta = self.vector_store.get_metadata(namespace, _META_KEY)
+        meta = self._catalog.get(namespace)
         if meta is None or meta.get("memory") != self.name or self._expired(meta):
             return None
         return meta
@@ -387,23 +472,8 @@ class TaskMemory:
         storage = self._storage_for(artifact)
         items = list(artifact.value) if isinstance(artifact, ListArtifact) else [artifact]
         with self._lock:
-            meta = self._meta(namespace)
-            if meta is not None and meta["storage"] != storage.kind:
-                raise StorageMismatchError(
-                    f"namespace {namespace!r} holds {meta['storage']} artifacts; cannot add {storage.kind}",
-                    namespace=namespace,
-                )
             now = datetime.now(timezone.utc).isoformat()
-            meta = meta or {
-                "memory": self.name,
-                "storage": storage.kind,
-                "tool": tool,
-                "activity": activity,
-                "created_at": now,
-                "artifacts": [],
-                "subtasks": [],
-                "sensitive": False,
-            }
+            meta = self._base_meta(namespace, storage.kind, tool, activity, now)
             # Background: raw text now, chunks later. Sync (and storages without a raw
             # store): the whole write before the commit, all or nothing, as before.
             raw = (
@@ -443,6 +513,8 @@ class TaskMemory:
                             tenant=self.tenant,
                         )
                         entry.setdefault("indexed", True)
+                        if isinstance(storage, TextArtifactStorage) and entry.get("raw"):
+                            fresh[generation] = storage.encode_raw(item)[1]
                     entries.append(entry)
                     seq += int(entry["chunks"])
                 meta["artifacts"] = [*committed, *entries]
@@ -450,27 +522,41 @@ class TaskMemory:
                 stats = self._fresh_stats(namespace, meta, items, fresh)
                 for entry, pending in puts:
                     entry["raw"] = pending.result()  # raises a write's failure
+                self._finish_meta(meta, stats, now, tool, activity, sensitive, context)
+                # The commit point: one atomic metadata write makes the generation visible.
+                meta = self._commit(
+                    namespace,
+                    meta,
+                    storage,
+                    entries,
+                    items,
+                    fresh,
+                    lambda m: self._finish_meta(
+                        m,
+                        self._fresh_stats(namespace, m, items, fresh),
+                        now,
+                        tool,
+                        activity,
+                        sensitive,
+                        context,
+                    ),
+                    now,
+                    tool,
+                    activity,
+                )
             except BaseException:
                 for _, pending in puts:
                     pending.wait()  # no write may still be running when we clean up
                 # The write already failed; whatever it left stays invisible anyway.
                 with contextlib.suppress(Exception):
+                    current = self._meta(namespace)
                     storage.discard(
-                        namespace, committed, tenant=self.tenant, generations=generations
+                        namespace,
+                        current["artifacts"] if current else [],
+                        tenant=self.tenant,
+                        generations=generations,
                     )
                 raise
-            meta["updated_at"] = now
-            meta["tool"] = meta.get("tool") or tool
-            meta["activity"] = meta.get("activity") or activity
-            meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
-            if context is not None:
-                meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
-            if meta["sensitive"]:
-                # The card never shows a sensitive output's content, only its shape.
-                stats = shape_only(stats)
-            meta["stats"] = stats
-            # The commit point: one atomic metadata write makes the generation visible.
-            self.vector_store.put_metadata(namespace, _META_KEY, meta)
             if self.index_mode == "background":
                 self._texts.update(texts)  # the indexer starts from the str, not the bytes
             emit_safely(
@@ -484,6 +570,135 @@ class TaskMemory:
                 ),
             )
         return meta, [e for e in entries if not e.get("indexed", True)]
+
+    def _base_meta(
+        self, namespace: str, kind: str, tool: str | None, activity: str | None, now: str
+    ) -> dict[str, Any]:
+        """The committed metadata a write appends to (a fresh document if none is ours:
+        absent, expired, or another memory's, whose version the commit then replaces)."""
+        found = self._catalog.get(namespace)
+        if found is not None and found.get("memory") == self.name and not self._expired(found):
+            if found["storage"] != kind:
+                raise StorageMismatchError(
+                    f"namespace {namespace!r} holds {found['storage']} artifacts; cannot add {kind}",
+                    namespace=namespace,
+                )
+            return found
+        return {
+            "memory": self.name,
+            "storage": kind,
+            "tool": tool,
+            "activity": activity,
+            "created_at": now,
+            "artifacts": [],
+            "subtasks": [],
+            "sensitive": False,
+            "_version": None if found is None else found["_version"],
+        }
+
+    def _finish_meta(
+        self,
+        meta: dict[str, Any],
+        stats: dict[str, Any],
+        now: str,
+        tool: str | None,
+        activity: str | None,
+        sensitive: bool,
+        context: ActionSubtaskMetaEntry | None,
+    ) -> None:
+        meta["updated_at"] = now
+        meta["tool"] = meta.get("tool") or tool
+        meta["activity"] = meta.get("activity") or activity
+        meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
+        if context is not None:
+            meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
+        if meta["sensitive"]:
+            # The card never shows a sensitive output's content, only its shape.
+            stats = shape_only(stats)
+        meta["stats"] = stats
+
+    def _commit(
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        storage: ArtifactStorage,
+        entries: list[dict[str, Any]],
+        items: Sequence[BaseArtifact],
+        fresh: Mapping[str, bytes],
+        finish: Callable[[dict[str, Any]], None],
+        now: str,
+        tool: str | None,
+        activity: str | None,
+    ) -> dict[str, Any]:
+        """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts).
+
+        When another process committed the namespace meanwhile (a version conflict),
+        the entries are appended to what it committed and the card recomputed, so two
+        writers of one namespace both land, in commit order; chunks written at the old
+        positions (``sync``) are dropped and indexed again from the raw text. When a
+        blob the entries refer to was deleted meanwhile (a delete racing this write),
+        it is written again before the next try.
+        """
+        keys = [str(e.get("raw") or e.get("key")) for e in entries if e.get("raw") or e.get("key")]
+        for _ in range(_COMMIT_RETRIES):
+            try:
+                if self._catalog.commit(namespace, meta, blobs=keys):
+                    if self._catalog.shared and not self._catalog.checks_blobs:
+                        self._reput(namespace, storage, entries, items, fresh, missing_only=True)
+                    return meta
+            except NotFoundError:
+                self._reput(namespace, storage, entries, items, fresh, missing_only=False)
+                continue
+            meta = self._base_meta(namespace, storage.kind, tool, activity, now)
+            if isinstance(storage, TextArtifactStorage):
+                # Chunks written (sync) at positions after the old artifacts: redo them.
+                for entry in entries:
+                    if entry.get("indexed") and int(entry.get("chunks", 0)):
+                        if not entry.get("raw"):
+                            raise StorageError(
+                                f"namespace {namespace!r} was written by another process "
+                                "meanwhile and this storage keeps no raw text to re-index",
+                                namespace=namespace,
+                            )
+                        storage.drop_chunks(namespace, [entry["generation"]], tenant=self.tenant)
+                        entry.update(indexed=False, chunks=0, tokens=0, first_seq=0)
+            meta["artifacts"] = [*meta["artifacts"], *entries]
+            self._totals(meta)
+            finish(meta)
+        raise StorageError(
+            f"namespace {namespace!r}: {_COMMIT_RETRIES} commits in a row lost to other "
+            "writers of the same namespace",
+            namespace=namespace,
+        )
+
+    def _reput(
+        self,
+        namespace: str,
+        storage: ArtifactStorage,
+        entries: Sequence[Mapping[str, Any]],
+        items: Sequence[BaseArtifact],
+        fresh: Mapping[str, bytes],
+        *,
+        missing_only: bool,
+    ) -> None:
+        """Write the bytes of ``entries`` again (those gone from the blob store only)."""
+        if isinstance(storage, TextArtifactStorage) and storage.raw_store is not None:
+            store: Any = storage.raw_store
+            kw: dict[str, Any] = storage._raw_kw
+        elif isinstance(storage, BlobArtifactStorage):
+            store, kw = storage.blob_store, storage._kw
+        else:
+            return
+        have = set(store.keys(namespace, tenant=self.tenant, **kw)) if missing_only else set()
+        for entry, item in zip(entries, items, strict=True):
+            key = entry.get("raw") or entry.get("key")
+            if not key or key in have:
+                continue
+            data = fresh.get(entry["generation"])
+            if data is None and isinstance(item, BlobArtifact):
+                data = item.value
+            if data is not None:
+                store.put(namespace, data, tenant=self.tenant, **kw)
 
     def _after_store(
         self, namespace: str, meta: dict[str, Any], unindexed: Sequence[Mapping[str, Any]]
@@ -626,35 +841,92 @@ class TaskMemory:
         )
 
     def _resume_unindexed(self) -> None:
-        """Schedule every namespace whose metadata lists an artifact not yet indexed."""
+        """Schedule every namespace whose metadata lists an artifact not yet indexed.
+
+        With a shared store, a process whose index is durable (``path=``'s first
+        process) also catches up what others stored and drops what they deleted; the
+        others index a namespace when it is first queried (:meth:`_ensure_held`).
+        """
         try:
-            docs = self.vector_store.list_metadata(_META_KEY)
+            docs = self._catalog.list_all()
+            if isinstance(self._catalog, StoreCatalog):
+                if self.index_location != "path":
+                    return
+                self._sweep_index(docs)
         except OffpromptError:
             return
         for namespace, meta in sorted(docs.items()):
-            if meta.get("memory") == self.name and any(
-                not e.get("indexed", True) for e in meta.get("artifacts", [])
-            ):
+            if meta.get("memory") == self.name and not self._fully_held(namespace, meta):
                 self._schedule(namespace)
 
+    def _sweep_index(self, docs: Mapping[str, Mapping[str, Any]]) -> None:
+        """Drop the chunks of namespaces another process deleted (shared store only)."""
+        for namespace in self._catalog.indexed_namespaces():
+            if namespace not in docs:
+                self._forget_index(namespace)
+
+    def _forget_index(self, namespace: str) -> None:
+        """Remove ``namespace``'s chunks and holdings record from this process's index."""
+        if isinstance(self._catalog, StoreCatalog):
+            self.vector_store.delete(namespace)
+            self._catalog.mark_held(namespace, {})
+
+    def _fully_held(self, namespace: str, meta: Mapping[str, Any]) -> bool:
+        if meta.get("storage") != "text":
+            return True
+        held = self._catalog.held(namespace, dict(meta))
+        return all(e["generation"] in held for e in meta.get("artifacts", []))
+
+    def _update_meta(
+        self, namespace: str, change: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any] | None:
+        """Apply ``change`` to the committed metadata and commit it, again on a conflict
+        (another process committed meanwhile); ``change`` returns False for no write.
+        Returns the metadata after, or None when the namespace is gone."""
+        with self._lock:
+            for _ in range(_COMMIT_RETRIES):
+                meta = self._meta(namespace)
+                if meta is None:
+                    return None
+                if not change(meta) or self._catalog.commit(namespace, meta):
+                    return meta
+        raise StorageError(
+            f"namespace {namespace!r}: {_COMMIT_RETRIES} metadata updates in a row lost to "
+            "other writers",
+            namespace=namespace,
+        )
+
     def _index_job(self, namespace: str, should_stop: Callable[[], bool]) -> None:
-        """Index the unindexed artifacts of ``namespace``, oldest first, committing each."""
+        """Index the artifacts of ``namespace`` this process's index lacks, oldest first,
+        recording each (and its exact counts in the metadata, if not there yet)."""
         storage = self._text_storage()
         while not should_stop():
             meta = self._meta(namespace)
             if meta is None:
+                self._forget_index(namespace)
                 return
             entries = meta["artifacts"]
-            todo = next((e for e in entries if not e.get("indexed", True)), None)
-            if todo is None:
+            held = self._catalog.held(namespace, meta)
+            live = {e["generation"] for e in entries}
+            stale = [g for g in held if g not in live]
+            if stale:  # generations deleted or replaced by another process
+                storage.drop_chunks(namespace, stale, tenant=self.tenant)
+                held = {g: v for g, v in held.items() if g in live}
+                self._catalog.mark_held(namespace, held)
+            at = next((i for i, e in enumerate(entries) if e["generation"] not in held), None)
+            if at is None:
                 return
-            first_seq = sum(int(e["chunks"]) for e in entries if e.get("indexed", True))
+            todo = entries[at]
+            first_seq = sum(int(e["chunks"]) for e in entries[:at])
             generation = todo["generation"]
             # A crash mid-index left some of this generation's chunks: start clean.
             storage.drop_chunks(namespace, [generation], tenant=self.tenant)
             text = self._texts.pop(generation, None)
             if text is None:  # written by another process, or before a restart
-                text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
+                try:
+                    text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
+                except NotFoundError:
+                    continue  # deleted meanwhile: the next round sees it gone
             try:
                 counts = storage.index_text(
                     namespace,
@@ -666,16 +938,19 @@ class TaskMemory:
                 )
             except IndexCancelled:
                 return
-            with self._lock:
-                meta = self._meta(namespace)
+            del text
+
+            def record(
+                meta: dict[str, Any],
+                generation: str = generation,
+                first_seq: int = first_seq,
+                counts: dict[str, int] = counts,
+            ) -> bool:
                 current = next(
-                    (e for e in (meta or {}).get("artifacts", []) if e["generation"] == generation),
-                    None,
+                    (e for e in meta["artifacts"] if e["generation"] == generation), None
                 )
-                if meta is None or current is None:
-                    # Deleted (or pruned) while indexing: its chunks must not linger.
-                    storage.drop_chunks(namespace, [generation], tenant=self.tenant)
-                    return
+                if current is None or (self._catalog.shared and current.get("indexed", True)):
+                    return False  # gone, or another process recorded the counts first
                 current.update(
                     indexed=True,
                     first_seq=first_seq,
@@ -690,7 +965,15 @@ class TaskMemory:
                         stats["pages"] = max(1, math.ceil(int(meta["tokens"]) / self.page_tokens))
                     stats.update(indexed=True, tokens=int(meta["tokens"]), tokens_estimated=False)
                     meta["stats"] = stats
-                self.vector_store.put_metadata(namespace, _META_KEY, meta)
+                return True
+
+            with self._lock:
+                after = self._update_meta(namespace, record)
+                if after is None or generation not in {e["generation"] for e in after["artifacts"]}:
+                    # Deleted (or pruned) while indexing: its chunks must not linger.
+                    storage.drop_chunks(namespace, [generation], tenant=self.tenant)
+                    return
+                self._catalog.mark_held(namespace, {**held, generation: first_seq})
 
     def _pages_job(self, namespace: str) -> None:
         """After indexing: exact page count, and the JSON kind/outline of large outputs."""
@@ -710,14 +993,16 @@ class TaskMemory:
             and not meta.get("sensitive")
         ):
             update.update(self._json_stats(view, namespace, meta))
-        with self._lock:
-            before = [e["generation"] for e in meta["artifacts"]]
-            meta = self._meta(namespace)
-            if meta is None or [e["generation"] for e in meta["artifacts"]] != before:
-                return  # deleted or appended to meanwhile: the next job recounts
+        before = [e["generation"] for e in meta["artifacts"]]
+
+        def exact(meta: dict[str, Any]) -> bool:
+            if [e["generation"] for e in meta["artifacts"]] != before or meta.get("pages_exact"):
+                return False  # appended to meanwhile (the next job recounts), or done
             meta["stats"] = {**(meta.get("stats") or {}), **update}
             meta["pages_exact"] = True
-            self.vector_store.put_metadata(namespace, _META_KEY, meta)
+            return True
+
+        self._update_meta(namespace, exact)
 
     def _ensure_exact_pages(self, namespace: str, meta: dict[str, Any]) -> dict[str, Any]:
         """``meta`` with the exact page count (and a large JSON output's outline), computed
@@ -742,6 +1027,12 @@ class TaskMemory:
             validate_namespace(namespace)
         if self._closed:
             return False
+        if self._catalog.shared:  # catch up what other processes stored
+            names = [namespace] if namespace is not None else self.namespaces()
+            for ns in names:
+                meta = self._meta(ns)
+                if meta is not None and not self._fully_held(ns, meta):
+                    self._schedule(ns)
         indexer = self._indexer
         if indexer is None:
             return self._all_indexed(namespace)
@@ -755,7 +1046,11 @@ class TaskMemory:
         names = [namespace] if namespace is not None else self.namespaces()
         for ns in names:
             meta = self._meta(ns)
-            if meta is not None and any(not e.get("indexed", True) for e in meta["artifacts"]):
+            if meta is None:
+                continue
+            if self._catalog.shared and not self._fully_held(ns, meta):
+                return False
+            if any(not e.get("indexed", True) for e in meta["artifacts"]):
                 return False
         return True
 
@@ -772,7 +1067,12 @@ class TaskMemory:
         for entry in entries:
             data = (fresh or {}).get(entry["generation"])
             if data is None:
-                data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
+                try:
+                    data = storage.raw_bytes(namespace, dict(entry), tenant=self.tenant)
+                except NotFoundError as exc:
+                    if self._catalog.shared and self._meta(namespace) is None:
+                        raise missing_blob(namespace, exc) from None
+                    raise
             parts.append(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
@@ -794,9 +1094,14 @@ class TaskMemory:
                 return view
         view = TextView(self._entry_bytes(namespace, entries, fresh))
         with self._views_lock:
-            self._views[key] = view
-            while len(self._views) > _VIEWS_CACHED:
-                self._views.popitem(last=False)
+            if key not in self._views:
+                self._views[key] = view
+                self._cached_bytes += len(view.data)
+            # LRU by bytes: a 50 MB output read twice is fetched once, and the cache never
+            # holds more than cache_bytes (but the view just read, whatever its size).
+            while self._cached_bytes > self.cache_bytes and len(self._views) > 1:
+                _, dropped = self._views.popitem(last=False)
+                self._cached_bytes -= len(dropped.data)
         return view
 
     def _cached_view(self, namespace: str, meta: Mapping[str, Any]) -> TextView | None:
@@ -1031,7 +1336,7 @@ class TaskMemory:
 
     def namespaces(self) -> list[str]:
         """Committed namespaces of this memory and tenant, sorted."""
-        docs = self.vector_store.list_metadata(_META_KEY)
+        docs = self._catalog.list_all()
         return sorted(
             ns
             for ns, meta in docs.items()
@@ -1065,7 +1370,7 @@ class TaskMemory:
         with self._lock:
             docs = {
                 ns: meta
-                for ns, meta in self.vector_store.list_metadata(_META_KEY).items()
+                for ns, meta in self._catalog.list_all().items()
                 if meta.get("memory") == self.name
             }
             doomed = [
@@ -1086,7 +1391,7 @@ class TaskMemory:
                 tokens -= int(docs[victim].get("tokens", 0))
                 doomed.append(victim)
             for ns in doomed:
-                self.vector_store.delete_metadata(ns, _META_KEY)
+                self._catalog.delete(ns)
         for ns in doomed:
             self._discard_deleted(ns, docs[ns])
         if doomed:
@@ -1111,6 +1416,7 @@ class TaskMemory:
         if self._indexer is not None:
             self._indexer.wait()
         points = self.vector_store.forget_scope(scope, all=all)
+        outputs = self._catalog.forget_scope(scope, all=all)
         blobs = 0
         seen: set[int] = set()
         for storage in self.storages.values():
@@ -1121,7 +1427,59 @@ class TaskMemory:
             forget = getattr(store, "forget_scope", None)
             if callable(forget):
                 blobs += int(forget(scope, all=all))
-        return {"points": points, "blobs": blobs}
+        return {"points": points, "blobs": blobs, "outputs": outputs}
+
+    def _register(self) -> str | None:
+        """Record this process's embedded index in the shared store (so a forget can say
+        which indexes it could not reach); removed on close."""
+        if self.store is None or self.index_location == "given":
+            return None
+        key = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        try:
+            self.store.set_state(
+                _INDEXES[0], key, {"host": socket.gethostname(), "pid": os.getpid()}
+            )
+        except OffpromptError:
+            return None
+        return key
+
+    def _unregister(self) -> None:
+        if self._registration is not None and self.store is not None:
+            with contextlib.suppress(OffpromptError):
+                self.store.delete_state(_INDEXES[0], self._registration)
+
+    def forget_unreached(self) -> list[str]:
+        """What :meth:`forget_scope` cannot reach from this process (for the report):
+        the embedded chunk indexes other open processes keep of this memory's store.
+        They never answer from forgotten data (every query is filtered by the committed
+        metadata) and drop its chunks within seconds of their next use."""
+        if self.store is None:
+            return []
+        others = []
+        with contextlib.suppress(OffpromptError):
+            for key in self.store.state_keys(_INDEXES[0]):
+                if key == self._registration:
+                    continue
+                host, pid = key.split(":")[:2]
+                if host == socket.gethostname() and not _alive(int(pid)):
+                    self.store.delete_state(_INDEXES[0], key)  # a process that died
+                    continue
+                others.append(f"{host}:{pid}")
+        if not others:
+            return []
+        return [
+            f"the embedded chunk indexes of {len(others)} other open process(es) sharing "
+            f"this memory's store ({', '.join(sorted(others))}): they drop the forgotten "
+            "namespaces' chunks when next used and never answer from them"
+        ]
+
+    def _maybe_sweep(self) -> None:
+        """Every few seconds of use: drop the chunks of namespaces others deleted."""
+        if not self._catalog.shared or time.monotonic() - self._swept_at < _SWEEP_EVERY_S:
+            return
+        self._swept_at = time.monotonic()
+        with contextlib.suppress(OffpromptError):
+            self._sweep_index(self._catalog.list_all())
 
     def _public_meta(self, namespace: str, meta: Mapping[str, Any]) -> dict[str, Any]:
         pages = 0
@@ -1197,14 +1555,30 @@ class TaskMemory:
         meta = self._meta(namespace)
         if meta is None or meta["storage"] != "text":
             return ListArtifact(value=[], name=namespace)
-        if any(not e.get("indexed", True) for e in meta["artifacts"]) and self._indexer:
+        self._maybe_sweep()
+        if self._catalog.shared and not self._fully_held(namespace, meta):
+            # Stored by another process (or this index is behind): index it here first.
+            self._schedule(namespace)
+            if self._indexer is not None:
+                self._indexer.wait(namespace)
+            meta = self._meta(namespace) or meta
+        elif any(not e.get("indexed", True) for e in meta["artifacts"]) and self._indexer:
             # Never answer from part of an output: wait for its index (see module docs).
             self._indexer.wait(namespace)
             meta = self._meta(namespace) or meta
         storage = self._kind_storage("text")
         assert isinstance(storage, TextArtifactStorage)
         page_of = self._page_finder(namespace, meta, storage)
-        indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
+        if self._catalog.shared:
+            # What this index holds, at the positions it holds them.
+            held = self._catalog.held(namespace, meta)
+            indexed = [
+                {**e, "first_seq": held[e["generation"]]}
+                for e in meta["artifacts"]
+                if e["generation"] in held
+            ]
+        else:
+            indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
         hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
         emit_safely(
             self.tracer,
@@ -1357,7 +1731,7 @@ class TaskMemory:
             meta = self._meta(namespace)
             if meta is None:
                 return False
-            self.vector_store.delete_metadata(namespace, _META_KEY)
+            self._catalog.delete(namespace)
         self._discard_deleted(namespace, meta)
         emit_safely(
             self.tracer,
@@ -1386,6 +1760,7 @@ class TaskMemory:
             current = self._meta(namespace)
             if current is None:
                 storage.discard(namespace, None, tenant=self.tenant)
+                self._forget_index(namespace)
             else:  # written again meanwhile: keep the new generations
                 gone = [e["generation"] for e in meta["artifacts"]]
                 storage.discard(
@@ -1550,3 +1925,77 @@ def _written_at(meta: Mapping[str, Any]) -> float:
         return datetime.fromisoformat(str(stamp)).timestamp()
     except ValueError:
         return 0.0
+
+
+def _open_index(root: Path) -> tuple[QdrantVectorStore, str]:
+    """This process's chunk index for ``path=``: ``root/vectors`` if no other process
+    holds it (its lock), else an embedded index in a temporary directory of its own
+    (removed on close), built from the stored text as namespaces are queried."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        # Processes opening a new directory at once would race to create the shard:
+        # the first creates it while the others wait here, then find it locked.
+        lock = open(root / ".open.lock", "a+b")  # noqa: SIM115 - held for the open only
+    except OSError as exc:
+        raise StorageError(f"cannot open task memory at {root}: {exc}", path=str(root)) from None
+    try:
+        with contextlib.suppress(ImportError):
+            import fcntl
+
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            return QdrantVectorStore(path=str(root / "vectors")), "path"
+        except StorageError as exc:
+            if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():
+                raise
+            return QdrantVectorStore(), "memory"
+    finally:
+        lock.close()  # closing the descriptor releases the flock
+
+
+def _open_sqlite(root: Path) -> BaseStore:
+    from offprompt.stores.sqlite import SQLiteStore
+
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create task memory at {root}: {exc}", path=str(root)) from None
+    return SQLiteStore(root / "task.db")
+
+
+_LEGACY = ("offprompt-task-memory", "legacy-vectors-imported")
+#: State session listing the processes whose embedded index mirrors the store.
+_INDEXES = ("offprompt-task-indexes",)  # a session id: one state key per process
+_SWEEP_EVERY_S = 5.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _import_legacy(root: Path, store: BaseStore, vectors: QdrantVectorStore, location: str) -> None:
+    """Move the namespace metadata a release before the shared layout kept as points in
+    ``root/vectors`` into ``task.db``, once (every tenant and scope; the raw text is
+    already in ``blobs/``), and record that this index holds their indexed chunks."""
+    if store.get_state(*_LEGACY) or not (root / "vectors").is_dir():
+        return
+    if location != "path":
+        raise StorageError(
+            f"{root} was written by an earlier offprompt and its index is open in another "
+            "process (an earlier release?); open it once alone to upgrade it in place",
+            path=str(root),
+        )
+    from offprompt.task_memory import _legacy
+
+    with store.transaction():
+        if store.get_state(*_LEGACY):
+            return
+        moved = _legacy.import_points(store, vectors)
+        store.set_state(*_LEGACY, True)
+    _legacy.drop_points(moved)

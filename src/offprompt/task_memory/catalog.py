@@ -1,0 +1,241 @@
+"""Where ``TaskMemory`` keeps the truth about its namespaces, and what its index holds.
+
+The store holds the truth; the index is derived (DESIGN.md, "Shared"):
+
+* :class:`StoreCatalog`: namespace metadata (with the card's statistics) as versioned
+  rows of a conversation store (``SQLiteStore`` for ``path=``, any store passed as
+  ``store=``: ``PostgresStore`` for several hosts). A commit names the version it read,
+  so two processes writing one namespace never lose each other's artifacts. What the
+  chunk index of *this* process holds is recorded in the index itself (one metadata
+  point per namespace, ``task_index``: generation -> first chunk seq), so a process
+  whose index lacks a namespace another process stored knows it must catch up.
+* :class:`VectorCatalog`: the single-process layout of earlier releases, kept for
+  ``TaskMemory()`` in memory and ``TaskMemory(vector_store=...)``: the metadata is a
+  point in the vector store and the index holds exactly the artifacts marked indexed.
+
+Both hand out metadata dicts with a ``_version`` key (not stored) that
+:meth:`commit` checks and bumps.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from offprompt.errors import NotFoundError, StorageError, ValidationError
+from offprompt.scope import Scope
+from offprompt.stores.base import BaseStore
+from offprompt.task_memory.blobs import content_key
+from offprompt.vectors import QdrantVectorStore
+
+__all__ = ["INDEX_KEY", "META_KEY", "StoreBlobStore", "StoreCatalog", "VectorCatalog"]
+
+META_KEY = "task_memory"
+INDEX_KEY = "task_index"
+VERSION = "_version"
+
+Meta = dict[str, Any]
+
+
+def _clean(meta: Meta) -> Meta:
+    return {k: v for k, v in meta.items() if k != VERSION}
+
+
+class VectorCatalog:
+    """Metadata as points of the (process-local or server) vector store."""
+
+    shared = False
+    checks_blobs = True  # nothing to check: one process holds data and metadata
+
+    def __init__(self, vector_store: QdrantVectorStore) -> None:
+        self.vector_store = vector_store
+        self._lock = threading.Lock()
+
+    def get(self, namespace: str) -> Meta | None:
+        meta = self.vector_store.get_metadata(namespace, META_KEY)
+        if meta is not None:
+            meta[VERSION] = 1
+        return meta
+
+    def list_all(self) -> dict[str, Meta]:
+        docs = self.vector_store.list_metadata(META_KEY)
+        for meta in docs.values():
+            meta[VERSION] = 1
+        return docs
+
+    def commit(self, namespace: str, meta: Meta, *, blobs: Sequence[str] = ()) -> bool:
+        self.vector_store.put_metadata(namespace, META_KEY, _clean(meta))
+        meta[VERSION] = 1
+        return True
+
+    def delete(self, namespace: str) -> Meta | None:
+        meta = self.get(namespace)
+        self.vector_store.delete_metadata(namespace, META_KEY)
+        return meta
+
+    def held(self, namespace: str, meta: Meta) -> dict[str, int]:
+        """Generations the index holds: the artifacts marked indexed."""
+        return {
+            e["generation"]: int(e.get("first_seq", 0))
+            for e in meta.get("artifacts", [])
+            if e.get("indexed", True)
+        }
+
+    def mark_held(self, namespace: str, held: dict[str, int]) -> None:
+        """Nothing to record: the metadata's ``indexed`` flags are the record."""
+
+    def indexed_namespaces(self) -> list[str]:
+        return []
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        return 0  # the metadata points go with the vector store's forget_scope
+
+    def close(self) -> None:
+        """The vector store is closed by its owner."""
+
+
+class StoreCatalog:
+    """Metadata rows in a conversation store; the index's holdings in the index.
+
+    Args:
+        store: Any store with the task-output API (``SQLiteStore``, ``PostgresStore``,
+            ``InMemoryStore``).
+        scope: The exact partition of every row (tenant, user, agent, run, session).
+        vector_store: This process's index (already scoped).
+        blobs_in_store: The raw bytes live in ``store`` too, so a commit checks they
+            are there in its transaction.
+        owned: Close ``store`` on :meth:`close`.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        store: BaseStore,
+        scope: Scope,
+        vector_store: QdrantVectorStore,
+        *,
+        blobs_in_store: bool,
+        owned: bool,
+    ) -> None:
+        if not isinstance(store, BaseStore):
+            raise ValidationError(f"store must be an offprompt store, got {type(store).__name__}")
+        self.store = store
+        self.scope = scope
+        self.vector_store = vector_store
+        self.checks_blobs = blobs_in_store
+        self._owned = owned
+
+    def get(self, namespace: str) -> Meta | None:
+        record = self.store.task_get(namespace, scope=self.scope)
+        if record is None:
+            return None
+        return {**record.meta, VERSION: record.version}
+
+    def list_all(self) -> dict[str, Meta]:
+        return {
+            r.namespace: {**r.meta, VERSION: r.version}
+            for r in self.store.task_list(scope=self.scope)
+        }
+
+    def commit(self, namespace: str, meta: Meta, *, blobs: Sequence[str] = ()) -> bool:
+        """Write ``meta`` if nobody committed since it was read; False on a conflict.
+
+        Raises:
+            NotFoundError: A blob in ``blobs`` is gone (deleted meanwhile).
+        """
+        version = self.store.task_commit(
+            namespace,
+            _clean(meta),
+            expect=meta.get(VERSION),
+            blobs=blobs if self.checks_blobs else (),
+            scope=self.scope,
+        )
+        if version is None:
+            return False
+        meta[VERSION] = version
+        return True
+
+    def delete(self, namespace: str) -> Meta | None:
+        record = self.store.task_delete(namespace, scope=self.scope)
+        return None if record is None else {**record.meta, VERSION: record.version}
+
+    def held(self, namespace: str, meta: Meta) -> dict[str, int]:
+        doc = self.vector_store.get_metadata(namespace, INDEX_KEY) or {}
+        return {str(k): int(v) for k, v in (doc.get("generations") or {}).items()}
+
+    def mark_held(self, namespace: str, held: dict[str, int]) -> None:
+        if held:
+            self.vector_store.put_metadata(namespace, INDEX_KEY, {"generations": held})
+        else:
+            self.vector_store.delete_metadata(namespace, INDEX_KEY)
+
+    def indexed_namespaces(self) -> list[str]:
+        """Namespaces this process's index holds chunks of."""
+        return sorted(self.vector_store.list_metadata(INDEX_KEY))
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """Delete the stored outputs (metadata and raw bytes) ``scope`` selects."""
+        return self.store.task_forget_scope(scope, all=all)[0]
+
+    def close(self) -> None:
+        if self._owned:
+            self.store.close()
+
+
+class StoreBlobStore:
+    """A :class:`~offprompt.task_memory.blobs.BlobStore` over a store's task blobs.
+
+    ``TaskMemory(store=...)`` keeps raw outputs (and image bytes) here, so every
+    process and host that opens the store reads them.
+    """
+
+    def __init__(self, store: BaseStore, scope: Scope) -> None:
+        self.store = store
+        self.scope = scope
+
+    def _scope(self, tenant: str, scope: Scope | None) -> Scope:
+        chosen = scope if scope is not None else self.scope
+        if chosen.tenant is None or (scope is None and tenant != chosen.tenant):
+            chosen = chosen.model_copy(update={"tenant": tenant})
+        return chosen
+
+    def put(
+        self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
+    ) -> str:
+        key = self.store.task_put_blob(namespace, data, scope=self._scope(tenant, scope))
+        if key != content_key(bytes(data)):
+            raise StorageError(f"store returned blob key {key!r}, not the content's SHA-256")
+        return key
+
+    def get(
+        self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> bytes:
+        return self.store.task_get_blob(namespace, key, scope=self._scope(tenant, scope))
+
+    def delete(
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        tenant: str = "default",
+        scope: Scope | None = None,
+    ) -> int:
+        return self.store.task_delete_blob(namespace, key, scope=self._scope(tenant, scope))
+
+    def keys(
+        self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
+    ) -> list[str]:
+        return self.store.task_blob_keys(namespace, scope=self._scope(tenant, scope))
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """The store's ``forget_scope`` deletes task blobs with the rows (counted there)."""
+        return 0
+
+
+def missing_blob(namespace: str, exc: NotFoundError) -> NotFoundError:
+    return NotFoundError(
+        f"namespace {namespace!r} was deleted while it was being read ({exc})",
+        namespace=namespace,
+    )

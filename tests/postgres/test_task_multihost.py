@@ -1,0 +1,159 @@
+"""Stored tool outputs across hosts (issue 29): ``TaskMemory(store=PostgresStore(dsn))``.
+
+A reference stored on host A is read, grepped and queried on hosts B and C (network
+namespaces behind veth pairs, see ``tests/netns_testing.py``; each host process builds
+its own embedded index from the text in PostgreSQL). Faults: A's link cut mid-store of
+a 75 MB output, and the server restarted mid-store: the namespace is absent or whole on
+every other host, and what was committed before stays. The same processes over the
+server's unix socket run without network namespaces.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from netns_testing import Host, Network, netns_unavailable, network
+from postgres_testing import Cluster, start_cluster
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from test_multihost import CLIENT_TIMEOUTS, SERVER_SETTINGS
+
+from offprompt.scope import Scope
+from offprompt.stores import PostgresStore
+from offprompt.task_memory import TaskMemory
+
+WORKER = Path(__file__).parents[1] / "task_memory" / "shared_worker.py"
+_spec = importlib.util.spec_from_file_location("shared_worker", WORKER)
+assert _spec is not None and _spec.loader is not None
+worker = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(worker)
+_WHY_NOT = netns_unavailable()
+BIG = 1_400_000  # lines: ~75 MB
+
+
+def start(argv: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 300) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def check_read(found: dict[str, Any], namespace: str, lines: int) -> None:
+    text = worker.make(namespace, lines)
+    assert found["present"] and found["bytes"] == len(text.encode())
+    assert found["needle_line"] == [lines // 2 + 1]
+    assert found["sha"] == worker.digest(text) and found["query"] is True
+
+
+def absent_or_whole(dsn: str, namespace: str, lines: int) -> bool:
+    """True if ``namespace`` is whole, False if absent; fails if it is anything else."""
+    with PostgresStore(dsn) as store, TaskMemory(store=store) as memory:
+        if namespace not in memory.namespaces():
+            assert store.task_get(namespace, scope=Scope(tenant="default")) is None
+            return False
+        loaded = memory.load_artifacts(namespace).value
+        assert len(loaded) == 1 and loaded[0].value == worker.make(namespace, lines)
+        return True
+
+
+def test_processes_share_one_postgres(postgres_dsn: str, tmp_path: Path) -> None:
+    target = f"pg:{postgres_dsn}"
+    barrier = tmp_path / "go"
+    cmd = [sys.executable, str(WORKER), target]
+    writers = [
+        start([*cmd, "store", ns, "3000", "--wait", str(barrier)]) for ns in ("p0", "p1", "p2")
+    ]
+    writers.append(start([*cmd, "store", "orders", "300", "--json", "--wait", str(barrier)]))
+    barrier.touch()
+    for proc in writers:
+        finish(proc)
+    found = finish(start([*cmd, "read", "p0", "p1", "p2", "orders"]))
+    assert found["namespaces"] == ["orders", "p0", "p1", "p2"]
+    for ns in ("p0", "p1", "p2"):
+        check_read(found[ns], ns, 3000)
+    assert found["orders"]["failed"] == 30
+    assert finish(start([*cmd, "delete", "p1"]))["deleted"] is True
+    after = finish(start([*cmd, "read", "p1"]))
+    assert after["p1"] == {"present": False} and "p1" not in after["namespaces"]
+
+
+def test_server_restart_mid_store(postgres_cluster: Cluster, postgres_dsn: str) -> None:
+    cmd = [sys.executable, str(WORKER), f"pg:{postgres_dsn}"]
+    finish(start([*cmd, "store", "kept", "500"]))
+    child = start([*cmd, "store", "big", str(BIG)])
+    assert child.stdout is not None and json.loads(child.stdout.readline()) == {"started": True}
+    time.sleep(0.3)
+    postgres_cluster.restart()
+    out, err = child.communicate(timeout=300)  # an error, or success if it committed before
+    assert child.returncode == 0, err[-3000:]
+    stored = json.loads(out.strip().splitlines()[-1])["stored"]
+    # A reference is handed out only for a whole output; a failure leaves none.
+    assert absent_or_whole(postgres_dsn, "big", BIG) == stored
+    with PostgresStore(postgres_dsn) as store, TaskMemory(store=store) as memory:
+        assert memory.grep("kept", "NEEDLE-kept").total_matches == 1
+
+
+@pytest.fixture(scope="module")
+def hosts() -> Iterator[tuple[Network, Cluster]]:
+    if _WHY_NOT is not None:
+        pytest.skip(f"no network namespaces: {_WHY_NOT}")
+    with network(3) as net:
+        cluster = start_cluster(listen_addresses=net.server_address, settings=SERVER_SETTINGS)
+        try:
+            yield net, cluster
+        finally:
+            cluster.destroy()
+
+
+def _dsn_for(net: Network, cluster: Cluster, host: Host) -> str:
+    params = conninfo_to_dict(cluster.tcp_dsn(host=net.server_address))
+    params.update(CLIENT_TIMEOUTS, application_name=f"task-{host.netns}")
+    return make_conninfo(**params)
+
+
+def test_stored_on_host_a_read_on_b_and_c_and_a_cut_link(
+    hosts: tuple[Network, Cluster],
+) -> None:
+    net, cluster = hosts
+    a, b, c = net.hosts
+
+    def on(host: Host, *args: str) -> subprocess.Popen[str]:
+        target = f"pg:{_dsn_for(net, cluster, host)}"
+        return start(host.command([sys.executable, str(WORKER), target, *args]))
+
+    finish(on(a, "store", "from-a", "20000"))
+    for found in (finish(on(b, "read", "from-a")), finish(on(c, "read", "from-a"))):
+        check_read(found["from-a"], "from-a", 20000)
+    # A's link goes down mid-store of 75 MB: A fails; B and C see it absent or whole.
+    writer = on(a, "store", "cut", str(BIG))
+    assert writer.stdout is not None and json.loads(writer.stdout.readline()) == {"started": True}
+    time.sleep(0.5)
+    a.cut()
+    stored = False
+    try:
+        try:
+            out, _ = writer.communicate(timeout=120)
+            lines = out.strip().splitlines()
+            stored = bool(lines) and bool(json.loads(lines[-1]).get("stored"))
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            writer.communicate()
+    finally:
+        a.restore()
+    seen = finish(on(b, "read", "cut", "from-a"))
+    check_read(seen["from-a"], "from-a", 20000)  # committed before the cut: intact
+    if seen["cut"]["present"]:
+        check_read(seen["cut"], "cut", BIG)
+    else:
+        assert "cut" not in seen["namespaces"]
+    assert stored == seen["cut"]["present"]

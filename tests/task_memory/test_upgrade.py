@@ -1,0 +1,61 @@
+"""Upgrade in place (issue 29): a ``path=`` directory written by the release before the
+shared layout (3eb5c89, metadata as points in ``vectors/``) opens and keeps every
+namespace of every tenant and scope. The fixture was written by that release's code
+(``fixtures/make_legacy_path.py``, run with its ``src`` on ``PYTHONPATH``)."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from offprompt.errors import StorageError
+from offprompt.scope import Scope
+from offprompt.task_memory import TaskMemory
+from offprompt.vectors import QdrantVectorStore
+
+FIXTURE = Path(__file__).with_name("fixtures") / "legacy_path_3eb5c89.tar.gz"
+
+
+@pytest.fixture
+def legacy(tmp_path: Path) -> Path:
+    root = tmp_path / "tm"
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(root, filter="data")
+    assert not (root / "task.db").exists() and (root / "vectors").is_dir()
+    return root
+
+
+def test_an_old_directory_opens_with_every_namespace(legacy: Path) -> None:
+    with TaskMemory(path=legacy) as memory:
+        assert memory.namespaces() == ["logs", "orders", "snap"]
+        assert memory.grep("logs", "disk full").total_matches == 20
+        assert memory.json_query("orders", "items[0].ok") is False
+        assert memory.load_artifacts("snap").value[0].value == b"\x89PNG fixture"
+        # Its chunks were indexed by the old release and are used as they are.
+        assert memory.wait_indexed("logs", timeout=60)
+        assert "node 7" in memory.query("logs", "disk full node", top_n=1).value[0].value
+        assert memory.stats("logs").indexed
+    with TaskMemory(path=legacy, tenant="acme") as acme:
+        assert acme.namespaces() == ["logs"]
+        assert "quasar-99" in acme.query("logs", "quasar-99", top_n=1).value[0].value
+    with TaskMemory(path=legacy, scope=Scope(tenant="acme", user="bob")) as bob:
+        assert bob.read("notes").value == "bob's notes: K-77421\n"
+    # Upgraded once: now shared like any new directory (a second process-like open).
+    first, second = TaskMemory(path=legacy), TaskMemory(path=legacy)
+    assert second.index_location == "memory" and second.namespaces() == first.namespaces()
+    assert "node 7" in second.query("logs", "disk full node", top_n=1).value[0].value
+    first.close()
+    second.close()
+
+
+def test_an_old_directory_held_by_another_process_is_refused_clearly(legacy: Path) -> None:
+    holder = QdrantVectorStore(path=str(legacy / "vectors"))  # e.g. the old release, running
+    try:
+        with pytest.raises(StorageError, match="open it once alone to upgrade"):
+            TaskMemory(path=legacy)
+    finally:
+        holder.close()
+    with TaskMemory(path=legacy) as memory:  # nothing was half-imported
+        assert memory.namespaces() == ["logs", "orders", "snap"]
