@@ -100,7 +100,7 @@ from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
 from offprompt.vectors._backends import RRF_K
-from offprompt.vectors.sparse import SparseVector
+from offprompt.vectors.sparse import BM25WordEncoder, SparseVector
 from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
@@ -324,6 +324,12 @@ class LongTermMemory:
         """The points of ``fragments``; each observation is tokenised once, for the token
         count and (when the store's BM25 encoder shares this tokenizer) its sparse vector."""
         encoder = self.store.sparse_encoder
+        if isinstance(encoder, BM25WordEncoder):
+            texts = [f.observation for f in fragments]
+            return [
+                self._record(f, self.tokenizer.count(f.observation), sparse)
+                for f, sparse in zip(fragments, encoder.encode_documents(texts), strict=True)
+            ]
         if encoder is None or cast(object, encoder.tokenizer) is not self.tokenizer:
             return [self._record(f, self.tokenizer.count(f.observation), None) for f in fragments]
         ids = [encoder.tokenizer.encode(f.observation) for f in fragments]

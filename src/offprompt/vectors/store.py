@@ -44,7 +44,8 @@ from offprompt.vectors._backends import (
 )
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
-from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
+from offprompt.vectors.analyzer import Analyzer
+from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -94,7 +95,7 @@ class _Core:
         self,
         backend: EdgeBackend | ClientBackend,
         embedder: Embedder,
-        encoder: BM25SparseEncoder | None,
+        encoder: BM25WordEncoder | BM25SparseEncoder | None,
         batch_size: int,
     ) -> None:
         self.backend = backend
@@ -126,6 +127,11 @@ class QdrantVectorStore:
             Default ``(1, 3)`` with ``HashingEmbedder`` (no semantics: exact terms such
             as ids and names are the stronger signal, see the recall table in
             ``benchmarks/RESULTS_task_memory.md``), ``(1, 1)`` with any other embedder.
+        analyzer: The lexical analyzer of the BM25 sparse vectors (``Analyzer()``:
+            English stems and stop words; ``Analyzer(language=None)`` for none). A
+            collection written by an earlier version holds BM25 over tiktoken ids (its
+            sparse vector is named ``"sparse"``, the new one ``"words"``): it is read and
+            written with that encoder (:class:`BM25SparseEncoder`) as before.
         payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
             | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
 
@@ -158,6 +164,7 @@ class QdrantVectorStore:
         batch_size: int = 256,
         payload_indexes: Mapping[str, IndexKind] | None = None,
         fusion_weights: tuple[float, float] | None = None,
+        analyzer: Analyzer | None = None,
     ) -> None:
         validate_namespace(collection, what="collection")
         self.tenant = validate_namespace(tenant, what="tenant")
@@ -186,7 +193,7 @@ class QdrantVectorStore:
         dims = int(embedder.dimensions)
         backend: EdgeBackend | ClientBackend
         if engine == "edge":
-            backend = EdgeBackend(path, collection, dims, sparse)
+            backend = EdgeBackend(path, collection, dims, sparse, BM25WordEncoder.vector_name)
         else:
             from qdrant_client import AsyncQdrantClient, QdrantClient
 
@@ -198,7 +205,9 @@ class QdrantVectorStore:
                     client = QdrantClient(path=path)
                 else:
                     client = QdrantClient(":memory:")
-            backend = ClientBackend(client, collection, dims, sparse, aclient)
+            backend = ClientBackend(
+                client, collection, dims, sparse, aclient, BM25WordEncoder.vector_name
+            )
         if fusion_weights is None:
             fusion_weights = (1.0, 3.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
         if len(fusion_weights) != 2 or min(fusion_weights) < 0:
@@ -208,7 +217,12 @@ class QdrantVectorStore:
         self.fusion_weights = (float(fusion_weights[0]), float(fusion_weights[1]))
         self.engine: str = backend.name
         self.collection = collection
-        self._core = _Core(backend, embedder, BM25SparseEncoder() if sparse else None, batch_size)
+        encoder: BM25WordEncoder | BM25SparseEncoder | None = None
+        if sparse and backend.sparse_name == BM25SparseEncoder.vector_name:
+            encoder = BM25SparseEncoder()  # a collection written before the word analyzer
+        elif sparse:
+            encoder = BM25WordEncoder(analyzer)
+        self._core = _Core(backend, embedder, encoder, batch_size)
         for key, kind in (
             ("tenant", "keyword"),
             ("namespace", "keyword"),
@@ -230,7 +244,8 @@ class QdrantVectorStore:
         return self._core.embedder
 
     @property
-    def sparse_encoder(self) -> BM25SparseEncoder | None:
+    def sparse_encoder(self) -> BM25WordEncoder | BM25SparseEncoder | None:
+        """The BM25 encoder of this store's sparse vectors (``None`` with ``sparse=False``)."""
         return self._core.encoder
 
     @property
