@@ -9,6 +9,7 @@ from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import Hit, Range, VectorRecord, point_id
 from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
+from offprompt.vectors.st_embedder import SentenceTransformerEmbedder
 from offprompt.vectors.store import RESERVED_KEYS, QdrantVectorStore
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "Hit",
     "QdrantVectorStore",
     "Range",
+    "SentenceTransformerEmbedder",
     "SparseVector",
     "VectorRecord",
     "point_id",

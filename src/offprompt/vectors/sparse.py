@@ -31,7 +31,15 @@ from offprompt.errors import ValidationError
 from offprompt.vectors.analyzer import Analyzer
 from offprompt.tokens import default_tokenizer
 
-__all__ = ["BM25SparseEncoder", "BM25WordEncoder", "IdTokenizer", "SparseEncoder", "SparseVector"]
+__all__ = [
+    "FEEDBACK_WEIGHT",
+    "BM25SparseEncoder",
+    "BM25WordEncoder",
+    "IdTokenizer",
+    "SparseEncoder",
+    "SparseVector",
+    "widen",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Query word forms whose token ids :meth:`BM25SparseEncoder.encode_query` keeps.
@@ -90,6 +98,22 @@ def _check_bm25(name: str, k1: float, b: float, avg_len: float) -> None:
         )
 
 
+#: The total query weight of pseudo-relevance feedback terms (each query term: 1.0).
+FEEDBACK_WEIGHT = 3.0
+
+
+def widen(query: SparseVector, feedback: SparseVector, weight: float = FEEDBACK_WEIGHT) -> SparseVector:
+    """``query`` plus ``feedback``'s dimensions sharing ``weight`` in proportion to their values."""
+    total = sum(feedback.values)
+    if not len(feedback) or total <= 0 or weight <= 0:
+        return query
+    weights = dict(zip(query.indices, query.values, strict=True))
+    for index, value in zip(feedback.indices, feedback.values, strict=True):
+        weights[index] = weights.get(index, 0.0) + weight * value / total
+    ordered = sorted(weights)
+    return SparseVector(indices=ordered, values=[weights[i] for i in ordered])
+
+
 class SparseEncoder(Protocol):
     """What a store needs of a sparse encoder: documents and queries to sparse vectors."""
 
@@ -109,6 +133,8 @@ class BM25WordEncoder:
         k1: Term-frequency saturation.
         b: Length normalisation (0 = none, 1 = full).
         avg_len: Expected document length in terms (after stop words).
+        feedback_weight: The total query weight of the feedback texts' terms (see
+            :meth:`encode_query`); each query term weighs 1.0.
 
     Example:
         >>> enc = BM25WordEncoder()
@@ -126,8 +152,12 @@ class BM25WordEncoder:
         k1: float = 1.2,
         b: float = 0.75,
         avg_len: float = 64.0,
+        feedback_weight: float = FEEDBACK_WEIGHT,
     ) -> None:
         _check_bm25("BM25WordEncoder", k1, b, avg_len)
+        if not feedback_weight >= 0:
+            raise ValidationError(f"feedback_weight must be >= 0, got {feedback_weight!r}")
+        self.feedback_weight = float(feedback_weight)
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             raise ValidationError(
                 f"analyzer must be an offprompt.vectors.Analyzer, got {type(analyzer).__name__}"
@@ -151,10 +181,21 @@ class BM25WordEncoder:
         flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=stops[-1] if stops else 0)
         return _bm25_spans(flat, stops, self.k1, self.b, self.avg_len)
 
-    def encode_query(self, text: str) -> SparseVector:
-        """The query's distinct terms, weight 1.0."""
+    def encode_query(self, text: str, *, feedback: Sequence[str] = ()) -> SparseVector:
+        """The query's distinct terms, weight 1.0 each, plus the ``feedback`` texts' terms.
+
+        Pseudo-relevance feedback: the terms of the feedback texts (the best hits of a
+        first query) share ``feedback_weight`` in proportion to their counts, so a
+        fact restated in other words is reached through the names and places of the
+        first hit without that hit's words outweighing the question's.
+        """
         ordered = sorted(set(self.analyzer.indices(text)))
-        return SparseVector(indices=ordered, values=[1.0] * len(ordered))
+        query = SparseVector(indices=ordered, values=[1.0] * len(ordered))
+        counts: dict[int, float] = {}
+        for index in (i for t in feedback for i in self.analyzer.indices(t)):
+            counts[index] = counts.get(index, 0.0) + 1.0
+        extra = sorted(counts)
+        return widen(query, SparseVector(extra, [counts[i] for i in extra]), self.feedback_weight)
 
 
 class BM25SparseEncoder:

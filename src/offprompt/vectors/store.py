@@ -124,9 +124,11 @@ class QdrantVectorStore:
         aclient: An ``AsyncQdrantClient`` for native async twins with ``client=``.
         batch_size: Points per upsert request.
         fusion_weights: RRF weights of the (dense, sparse) rankings in ``hybrid`` mode.
-            Default ``(1, 3)`` with ``HashingEmbedder`` (no semantics: exact terms such
-            as ids and names are the stronger signal, see the recall table in
-            ``benchmarks/RESULTS_task_memory.md``), ``(1, 1)`` with any other embedder.
+            Default ``(1, 4)`` with ``HashingEmbedder`` (a lexical embedder, much weaker
+            than BM25 over the analyzer's words: at this weight its ranking only fills
+            in where no word matches, and recall equals BM25's alone, see
+            ``benchmarks/RESULTS_longterm_recall.md``), ``(1, 1)`` with any other
+            embedder.
         analyzer: The lexical analyzer of the BM25 sparse vectors (``Analyzer()``:
             English stems and stop words; ``Analyzer(language=None)`` for none). A
             collection written by an earlier version holds BM25 over tiktoken ids (its
@@ -209,7 +211,7 @@ class QdrantVectorStore:
                 client, collection, dims, sparse, aclient, BM25WordEncoder.vector_name
             )
         if fusion_weights is None:
-            fusion_weights = (1.0, 3.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
+            fusion_weights = (1.0, 4.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
         if len(fusion_weights) != 2 or min(fusion_weights) < 0:
             raise ValidationError(
                 f"fusion_weights must be two weights >= 0, got {fusion_weights!r}"
@@ -426,7 +428,7 @@ class QdrantVectorStore:
         return points
 
     def _query_vectors(
-        self, query: str, mode: SearchMode, top_n: int
+        self, query: str, mode: SearchMode, top_n: int, feedback: Sequence[str] = ()
     ) -> tuple[list[float] | None, SparseVector | None]:
         if not isinstance(query, str):
             raise ValidationError(f"query must be str, got {type(query).__name__}")
@@ -442,7 +444,12 @@ class QdrantVectorStore:
         dense = self._core.embedder.embed_query(query) if mode != "sparse" else None
         if dense is not None and not any(dense):
             dense = None
-        sparse = encoder.encode_query(query) if mode != "dense" and encoder is not None else None
+        sparse = None
+        if mode != "dense" and isinstance(encoder, BM25WordEncoder):
+            sparse = encoder.encode_query(query, feedback=feedback)
+        elif mode != "dense" and encoder is not None:
+            # token ids (a store of 3eb5c89 or older): feedback joined, as it was read then
+            sparse = encoder.encode_query("\n".join([query, *feedback]))
         return dense, sparse
 
     @staticmethod
@@ -490,6 +497,7 @@ class QdrantVectorStore:
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         narrow_by: str | None = None,
+        feedback: Sequence[str] = (),
     ) -> list[Hit]:
         """The ``top_n`` records of ``namespace`` closest to ``query``.
 
@@ -502,11 +510,15 @@ class QdrantVectorStore:
         key alone and checks the rest of the filter on what it returns, which is much
         cheaper on a large plain segment and gives the same records (it falls back to
         the full filter when it cannot tell). Ignored by qdrant-client and other modes.
+
+        ``feedback`` texts (pseudo-relevance feedback: the best hits of a first query)
+        widen the BM25 query only, at a fraction of the query's weight (see
+        :meth:`BM25WordEncoder.encode_query`); the dense query is ``query`` alone.
         """
         if narrow_by is not None and narrow_by not in (filter or {}):
             raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
-        dense, sparse = self._query_vectors(query, mode, top_n)
+        dense, sparse = self._query_vectors(query, mode, top_n, feedback)
         scored = self._backend.query(
             dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights, narrow_by
         )
@@ -729,6 +741,7 @@ class QdrantVectorStore:
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         narrow_by: str | None = None,
+        feedback: Sequence[str] = (),
     ) -> list[Hit]:
         """Async twin of :meth:`search`."""
         native = self._native_async()
@@ -741,11 +754,14 @@ class QdrantVectorStore:
                 filter=filter,
                 mode=mode,
                 narrow_by=narrow_by,
+                feedback=feedback,
             )
         if narrow_by is not None and narrow_by not in (filter or {}):
             raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
-        dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n)
+        dense, sparse = await asyncio.to_thread(
+            self._query_vectors, query, mode, top_n, feedback
+        )
         scored = await native.aquery(
             dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
         )
