@@ -27,7 +27,7 @@ from pathlib import Path
 
 from offprompt.artifacts import TextArtifact
 from offprompt.task_memory import TaskMemory
-from offprompt.vectors import BM25SparseEncoder, Embedder, QdrantVectorStore
+from offprompt.vectors import Analyzer, BM25SparseEncoder, Embedder, QdrantVectorStore
 
 RARE = 3
 TOP = 5
@@ -104,6 +104,16 @@ def main() -> None:
         ),
         ('mode="sparse" (word BM25 alone)', QdrantVectorStore, "sparse"),
         ('mode="dense" (HashingEmbedder alone)', QdrantVectorStore, "dense"),
+        (
+            "hybrid 1:4, analyzer without stop words",
+            lambda: QdrantVectorStore(analyzer=Analyzer(stop_words=())),
+            "hybrid",
+        ),
+        (
+            "hybrid 1:4, `Analyzer(language=None)` (no stems, no stop words)",
+            lambda: QdrantVectorStore(analyzer=Analyzer(language=None)),
+            "hybrid",
+        ),
         (
             "previous analyzer: BM25 over tiktoken ids, hybrid 1:3 (3eb5c89's reads)",
             legacy_store,
