@@ -33,8 +33,8 @@ def test_case_folding_and_unicode_normalisation() -> None:
     assert a.terms("PARIS Paris paris") == ["pari"] * 3
     assert a.terms("Straße") == a.terms("STRASSE") == a.terms("strasse")
     # NFKC: full-width letters and ligatures become their plain letters
-    assert a.terms("ＣＡＭＰＩＮＧ") == a.terms("camping") == ["camp"]
-    assert Analyzer(language=None).terms("ﬁle") == ["file"]
+    assert a.terms("\uff23\uff21\uff2d\uff30\uff29\uff2e\uff27") == a.terms("camping") == ["camp"]
+    assert Analyzer(language=None).terms("\ufb01le") == ["file"]
 
 
 def test_stemming_joins_word_forms() -> None:
@@ -77,7 +77,11 @@ def test_unknown_language_is_a_clear_error() -> None:
     with pytest.raises(ValidationError, match="unknown language 'klingon'"):
         Analyzer(language="klingon")
     # no stop word list ships for French: "les" stays unless stop_words= is given
-    assert Analyzer(language="french").terms("Les chanteuses chantaient") == ["le", "chanteux", "chant"]
+    assert Analyzer(language="french").terms("Les chanteuses chantaient") == [
+        "le",
+        "chanteux",
+        "chant",
+    ]
 
 
 def test_term_index_is_a_stable_32_bit_hash() -> None:
@@ -135,7 +139,9 @@ def test_store_uses_the_analyzer_for_writes_and_queries() -> None:
 def test_longterm_memory_bm25_uses_the_analyzer() -> None:
     with LongTermMemory() as ltm:
         assert isinstance(ltm.store.sparse_encoder, BM25WordEncoder)
-        ltm.write(MemoryFragment(observation="Caroline went CAMPING at the lake", scope=Scope(user="u")))
+        ltm.write(
+            MemoryFragment(observation="Caroline went CAMPING at the lake", scope=Scope(user="u"))
+        )
         ltm.write(MemoryFragment(observation="Melanie paints sunsets", scope=Scope(user="u")))
         (hit,) = ltm.search("camped", k=1, scope=Scope(user="u"), mode="sparse")
         assert hit.fragment.observation.startswith("Caroline")

@@ -28,8 +28,8 @@ from typing import Protocol
 import numpy as np
 
 from offprompt.errors import ValidationError
-from offprompt.vectors.analyzer import Analyzer
 from offprompt.tokens import default_tokenizer
+from offprompt.vectors.analyzer import Analyzer
 
 __all__ = [
     "FEEDBACK_WEIGHT",
@@ -102,7 +102,9 @@ def _check_bm25(name: str, k1: float, b: float, avg_len: float) -> None:
 FEEDBACK_WEIGHT = 3.0
 
 
-def widen(query: SparseVector, feedback: SparseVector, weight: float = FEEDBACK_WEIGHT) -> SparseVector:
+def widen(
+    query: SparseVector, feedback: SparseVector, weight: float = FEEDBACK_WEIGHT
+) -> SparseVector:
     """``query`` plus ``feedback``'s dimensions sharing ``weight`` in proportion to their values."""
     total = sum(feedback.values)
     if not len(feedback) or total <= 0 or weight <= 0:
@@ -168,7 +170,9 @@ class BM25WordEncoder:
         self.avg_len = avg_len
 
     def __repr__(self) -> str:
-        return f"BM25WordEncoder({self.analyzer!r}, k1={self.k1}, b={self.b}, avg_len={self.avg_len})"
+        return (
+            f"BM25WordEncoder({self.analyzer!r}, k1={self.k1}, b={self.b}, avg_len={self.avg_len})"
+        )
 
     def encode_document(self, text: str) -> SparseVector:
         """BM25 document weights of ``text``."""
@@ -178,7 +182,9 @@ class BM25WordEncoder:
         """BM25 document weights of each text (one vectorised pass for all of them)."""
         lists = [self.analyzer.indices(text) for text in texts]
         stops = list(accumulate(len(ids) for ids in lists))
-        flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=stops[-1] if stops else 0)
+        flat = np.fromiter(
+            chain.from_iterable(lists), dtype=np.int64, count=stops[-1] if stops else 0
+        )
         return _bm25_spans(flat, stops, self.k1, self.b, self.avg_len)
 
     def encode_query(self, text: str, *, feedback: Sequence[str] = ()) -> SparseVector:

@@ -24,7 +24,9 @@ from offprompt.errors import OffpromptError, ValidationError
 
 __all__ = ["SentenceTransformerEmbedder"]
 
-_HINT = "SentenceTransformerEmbedder needs sentence-transformers: pip install 'offprompt[embeddings]'"
+_HINT = (
+    "SentenceTransformerEmbedder needs sentence-transformers: pip install 'offprompt[embeddings]'"
+)
 
 
 class SentenceTransformerEmbedder:
@@ -70,7 +72,9 @@ class SentenceTransformerEmbedder:
         self.name = Path(model).name if isinstance(model, (str, Path)) else type(model).__name__
         if isinstance(model, (str, Path)):
             try:
-                from sentence_transformers import SentenceTransformer
+                from sentence_transformers import (  # type: ignore[import-not-found,unused-ignore]
+                    SentenceTransformer,
+                )
             except ImportError:
                 raise OffpromptError(_HINT) from None
             model = SentenceTransformer(str(model), device=device, **model_kwargs)

@@ -42,9 +42,9 @@ from offprompt.vectors._backends import (
     IndexKind,
     Scored,
 )
+from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
-from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
 
 if TYPE_CHECKING:
@@ -759,9 +759,7 @@ class QdrantVectorStore:
         if narrow_by is not None and narrow_by not in (filter or {}):
             raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
-        dense, sparse = await asyncio.to_thread(
-            self._query_vectors, query, mode, top_n, feedback
-        )
+        dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n, feedback)
         scored = await native.aquery(
             dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
         )
