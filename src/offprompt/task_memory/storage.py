@@ -19,7 +19,7 @@ from offprompt.task_memory.blobs import BlobStore
 from offprompt.task_memory.chunking import Segment, chunks_from_segments, tokenize_segments
 from offprompt.task_memory.pipeline import consume_behind
 from offprompt.tokens import TiktokenTokenizer
-from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
+from offprompt.vectors import BM25SparseEncoder, Hit, QdrantVectorStore, Range, VectorRecord
 
 if TYPE_CHECKING:
     from offprompt.scope import Scope
@@ -303,7 +303,11 @@ class TextArtifactStorage:
                 self.tokenizer.encoding,
                 chunk_tokens=self.chunk_tokens,
                 overlap_tokens=self.overlap_tokens,
-                span_encoder=encoder.encode_spans if encoder is not None else None,
+                # BM25 over token ids reuses the chunk's ids; the word analyzer reads the
+                # chunk's text in upsert instead
+                span_encoder=(
+                    encoder.encode_spans if isinstance(encoder, BM25SparseEncoder) else None
+                ),
             ):
                 batch.append(
                     VectorRecord(

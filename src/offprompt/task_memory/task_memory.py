@@ -122,6 +122,10 @@ _BESIDE_BYTES = 1 << 20
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 #: Commits retried when other processes keep committing the same namespace.
 _COMMIT_RETRIES = 50
+# BM25 over tiktoken ids for tool outputs: logs and JSON are full of identifiers, paths
+# and numbers whose sub-word pieces match where whole words do not (QdrantVectorStore's
+# ``lexical`` documents the measure); conversations and long-term memory count words.
+TOOL_OUTPUT_LEXICAL: Literal["words", "tokens"] = "tokens"
 
 
 class TaskMemory:
@@ -256,7 +260,7 @@ class TaskMemory:
         if vector_store is None and root is not None:
             vector_store, self.index_location = _open_index(root)
         elif vector_store is None:
-            vector_store = QdrantVectorStore()
+            vector_store = QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL)
         self.vector_store = (
             vector_store.with_scope(scope)
             if scope is not None
@@ -1944,11 +1948,13 @@ def _open_index(root: Path) -> tuple[QdrantVectorStore, str]:
 
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
-            return QdrantVectorStore(path=str(root / "vectors")), "path"
+            return QdrantVectorStore(
+                path=str(root / "vectors"), lexical=TOOL_OUTPUT_LEXICAL
+            ), "path"
         except StorageError as exc:
             if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():
                 raise
-            return QdrantVectorStore(), "memory"
+            return QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL), "memory"
     finally:
         lock.close()  # closing the descriptor releases the flock
 

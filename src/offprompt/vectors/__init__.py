@@ -1,23 +1,28 @@
 """Vectors: embedders, the BM25 sparse encoder and ``QdrantVectorStore``.
 
 ``QdrantVectorStore()`` works offline as is: ``HashingEmbedder`` for dense vectors,
-BM25 over tiktoken ids for sparse vectors, and the embedded Qdrant engine.
+BM25 over the :class:`Analyzer`'s word terms for sparse vectors, and the embedded Qdrant engine.
 """
 
 from offprompt.names import validate_namespace
+from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import Hit, Range, VectorRecord, point_id
-from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
+from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
+from offprompt.vectors.st_embedder import SentenceTransformerEmbedder
 from offprompt.vectors.store import RESERVED_KEYS, QdrantVectorStore
 
 __all__ = [
     "RESERVED_KEYS",
+    "Analyzer",
     "BM25SparseEncoder",
+    "BM25WordEncoder",
     "Embedder",
     "HashingEmbedder",
     "Hit",
     "QdrantVectorStore",
     "Range",
+    "SentenceTransformerEmbedder",
     "SparseVector",
     "VectorRecord",
     "point_id",

@@ -10,6 +10,7 @@ own filter objects.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -30,7 +31,10 @@ DENSE = "dense"
 #: Reciprocal-rank-fusion constant ``k`` in ``weight / (k + rank)``; Qdrant's default is 2,
 #: which lets a strong first place in one ranking survive a weak other ranking.
 RRF_K = 2
+#: The sparse vector of stores written before the word analyzer (BM25 over tiktoken ids).
 SPARSE = "sparse"
+#: The sparse vector of BM25 over the analyzer's word terms (what new stores create).
+WORDS = "words"
 
 Cond = list[tuple[str, FilterValue | None]]
 IndexKind = Literal["keyword", "integer", "float", "bool", "datetime"]
@@ -223,7 +227,18 @@ def check_free_space(directory: Path, needed: int, *, doing: str) -> None:
         )
 
 
-def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
+def existing_sparse_name(directory: Path) -> str | None:
+    """The sparse vector name a shard at ``directory`` was created with (``None``: no shard
+    there yet, or one without sparse vectors)."""
+    try:
+        raw = json.loads((directory / "edge_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = sorted((raw.get("sparse_vectors") or {}) if isinstance(raw, dict) else {})
+    return names[0] if names else None
+
+
+def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool, sparse_name: str = WORDS) -> Any:
     """The ``qdrant_edge.EdgeConfig`` of an offprompt collection.
 
     An ephemeral shard (a private temporary directory deleted on close) gains nothing
@@ -235,7 +250,7 @@ def edge_config(dimensions: int, sparse: bool, *, ephemeral: bool) -> Any:
     return qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
         sparse_vectors=(
-            {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if sparse else None
+            {sparse_name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if sparse else None
         ),
         wal_enabled=False if ephemeral else None,
     )
@@ -265,7 +280,14 @@ class EdgeBackend:
 
     name = "edge"
 
-    def __init__(self, path: str | None, collection: str, dimensions: int, sparse: bool) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        collection: str,
+        dimensions: int,
+        sparse: bool,
+        sparse_name: str = WORDS,
+    ) -> None:
         import qdrant_edge as qe
 
         self.qe = qe
@@ -276,7 +298,11 @@ class EdgeBackend:
         else:
             directory = Path(path) / collection
         self.directory = directory
-        config = edge_config(dimensions, sparse, ephemeral=path is None)
+        # An existing shard keeps the sparse vector it was written with (see SPARSE).
+        self.sparse_name = existing_sparse_name(directory) or sparse_name
+        config = edge_config(
+            dimensions, sparse, ephemeral=path is None, sparse_name=self.sparse_name
+        )
         self._config = config
         _finish_interrupted_purge(directory)
         try:
@@ -397,7 +423,7 @@ class EdgeBackend:
             if p.dense is not None:
                 vector[DENSE] = p.dense
             if p.sparse is not None and len(p.sparse):
-                vector[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
+                vector[self.sparse_name] = qe.SparseVector(p.sparse.indices, p.sparse.values)
             batch.append(qe.Point(p.id, vector, _edge_encode(p.payload)))
         needed = _EDGE_WRITE_FACTOR * sum(_point_bytes(p) for p in points)
         check_free_space(self.directory, needed, doing=f"store {len(points)} points")
@@ -421,7 +447,9 @@ class EdgeBackend:
             stages.append(qe.Query.Nearest(dense, using=DENSE))
         if sparse is not None and len(sparse):
             stages.append(
-                qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE)
+                qe.Query.Nearest(
+                    qe.SparseVector(sparse.indices, sparse.values), using=self.sparse_name
+                )
             )
         if not stages:
             return []
@@ -579,6 +607,7 @@ class ClientBackend:
         dimensions: int,
         sparse: bool,
         aclient: AsyncQdrantClient | None = None,
+        sparse_name: str = WORDS,
     ) -> None:
         from qdrant_client import models
 
@@ -588,6 +617,7 @@ class ClientBackend:
         self.collection = collection
         self.dimensions = dimensions
         self.sparse = sparse
+        self.sparse_name = sparse_name
         self.lock = threading.RLock()
         self._indexed: set[str] = set()
         self._async_ready = False
@@ -614,7 +644,9 @@ class ClientBackend:
                 DENSE: m.VectorParams(size=self.dimensions, distance=m.Distance.COSINE)
             },
             "sparse_vectors_config": (
-                {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)} if self.sparse else None
+                {self.sparse_name: m.SparseVectorParams(modifier=m.Modifier.IDF)}
+                if self.sparse
+                else None
             ),
         }
 
@@ -627,6 +659,10 @@ class ClientBackend:
                 f"(need a {DENSE!r} vector of size {self.dimensions})",
                 collection=self.collection,
             )
+        # An existing collection keeps the sparse vector it was written with (see SPARSE).
+        names = sorted(info.config.params.sparse_vectors or {})
+        if names:
+            self.sparse_name = names[0]
 
     async def ensure_async_collection(self) -> None:
         if self._async_ready or self.aclient is None:
@@ -687,7 +723,9 @@ class ClientBackend:
             if p.dense is not None:
                 vector[DENSE] = p.dense
             if p.sparse is not None and len(p.sparse):
-                vector[SPARSE] = m.SparseVector(indices=p.sparse.indices, values=p.sparse.values)
+                vector[self.sparse_name] = m.SparseVector(
+                    indices=p.sparse.indices, values=p.sparse.values
+                )
             out.append(m.PointStruct(id=p.id, vector=vector, payload=p.payload))
         return out
 
@@ -706,7 +744,9 @@ class ClientBackend:
         if dense is not None:
             stages.append((dense, DENSE))
         if sparse is not None and len(sparse):
-            stages.append((m.SparseVector(indices=sparse.indices, values=sparse.values), SPARSE))
+            stages.append(
+                (m.SparseVector(indices=sparse.indices, values=sparse.values), self.sparse_name)
+            )
         if not stages:
             return None
         base = {

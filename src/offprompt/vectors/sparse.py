@@ -1,4 +1,10 @@
-"""A BM25-style sparse encoder over tokenizer ids.
+"""BM25-style sparse encoders: over the analyzer's words (the default) or tokenizer ids.
+
+:class:`BM25WordEncoder` (what every store creates) indexes the terms of
+:class:`~offprompt.vectors.analyzer.Analyzer`: case-folded words, English stop words
+dropped, Snowball stems, each term at its 32-bit hash. :class:`BM25SparseEncoder` is
+the encoder of stores written before it (tiktoken ids); a store whose collection holds
+those vectors keeps using it, so old data reads back as it was written.
 
 The document side carries BM25's term-frequency saturation and length normalisation,
 ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))``; the IDF half of BM25 is
@@ -23,8 +29,17 @@ import numpy as np
 
 from offprompt.errors import ValidationError
 from offprompt.tokens import default_tokenizer
+from offprompt.vectors.analyzer import Analyzer
 
-__all__ = ["BM25SparseEncoder", "IdTokenizer", "SparseVector"]
+__all__ = [
+    "FEEDBACK_WEIGHT",
+    "BM25SparseEncoder",
+    "BM25WordEncoder",
+    "IdTokenizer",
+    "SparseEncoder",
+    "SparseVector",
+    "widen",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Query word forms whose token ids :meth:`BM25SparseEncoder.encode_query` keeps.
@@ -48,8 +63,152 @@ class SparseVector:
         return len(self.indices)
 
 
+def _bm25_spans(
+    ids: np.ndarray, stops: Sequence[int], k1: float, b: float, avg_len: float
+) -> list[SparseVector]:
+    """BM25 document weights of the consecutive documents ``ids[..stops[0]]``, ... (ids < 2**32)."""
+    if not len(stops):
+        return []
+    bounds = np.asarray(stops, dtype=np.int64)
+    array = np.asarray(ids[: int(bounds[-1])], dtype=np.int64)
+    if array.size and (array.min() < 0 or array.max() >= 1 << 32):
+        raise ValidationError("token ids must be in [0, 2**32)")
+    lengths = np.diff(bounds, prepend=0)
+    rows = np.repeat(np.arange(bounds.size, dtype=np.int64), lengths)
+    keys = (rows << 32) | array  # (document, token) pairs, sorted together
+    keys.sort()
+    first = np.empty(keys.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    tf = np.diff(starts, append=keys.size).astype(np.float64)
+    unique = keys[starts]
+    row = unique >> 32
+    norm = k1 * (1.0 - b + b * lengths[row] / avg_len)
+    values = (tf * (k1 + 1.0) / (tf + norm)).tolist()
+    indices = (unique & 0xFFFFFFFF).tolist()
+    edges = np.searchsorted(row, np.arange(bounds.size + 1)).tolist()
+    return [SparseVector(indices=indices[a:z], values=values[a:z]) for a, z in pairwise(edges)]
+
+
+def _check_bm25(name: str, k1: float, b: float, avg_len: float) -> None:
+    if k1 < 0 or not 0.0 <= b <= 1.0 or avg_len <= 0:
+        raise ValidationError(
+            f"{name}: need k1 >= 0, 0 <= b <= 1, avg_len > 0 (got {k1}, {b}, {avg_len})"
+        )
+
+
+#: The total query weight of pseudo-relevance feedback terms (each query term: 1.0).
+FEEDBACK_WEIGHT = 3.0
+
+
+def widen(
+    query: SparseVector, feedback: SparseVector, weight: float = FEEDBACK_WEIGHT
+) -> SparseVector:
+    """``query`` plus ``feedback``'s dimensions sharing ``weight`` in proportion to their values."""
+    total = sum(feedback.values)
+    if not len(feedback) or total <= 0 or weight <= 0:
+        return query
+    weights = dict(zip(query.indices, query.values, strict=True))
+    for index, value in zip(feedback.indices, feedback.values, strict=True):
+        weights[index] = weights.get(index, 0.0) + weight * value / total
+    ordered = sorted(weights)
+    return SparseVector(indices=ordered, values=[weights[i] for i in ordered])
+
+
+class SparseEncoder(Protocol):
+    """What a store needs of a sparse encoder: documents and queries to sparse vectors."""
+
+    def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]: ...
+
+    def encode_query(self, text: str) -> SparseVector: ...
+
+
+class BM25WordEncoder:
+    """BM25 document weights over the analyzer's terms; IDF comes from Qdrant's modifier.
+
+    Documents and queries go through the same :class:`Analyzer`. A query is the set of
+    its terms, each weighted 1.0.
+
+    Args:
+        analyzer: The analyzer; ``Analyzer()`` (English) when omitted.
+        k1: Term-frequency saturation.
+        b: Length normalisation (0 = none, 1 = full).
+        avg_len: Expected document length in terms (after stop words).
+        feedback_weight: The total query weight of the feedback texts' terms (see
+            :meth:`encode_query`); each query term weighs 1.0.
+
+    Example:
+        >>> enc = BM25WordEncoder()
+        >>> enc.encode_query("Camping trips?").indices == enc.encode_query("camp trip").indices
+        True
+    """
+
+    #: The name of the sparse vector these weights are stored under.
+    vector_name = "words"
+
+    def __init__(
+        self,
+        analyzer: Analyzer | None = None,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        avg_len: float = 64.0,
+        feedback_weight: float = FEEDBACK_WEIGHT,
+    ) -> None:
+        _check_bm25("BM25WordEncoder", k1, b, avg_len)
+        if not feedback_weight >= 0:
+            raise ValidationError(f"feedback_weight must be >= 0, got {feedback_weight!r}")
+        self.feedback_weight = float(feedback_weight)
+        if analyzer is not None and not isinstance(analyzer, Analyzer):
+            raise ValidationError(
+                f"analyzer must be an offprompt.vectors.Analyzer, got {type(analyzer).__name__}"
+            )
+        self.analyzer = analyzer if analyzer is not None else Analyzer()
+        self.k1 = k1
+        self.b = b
+        self.avg_len = avg_len
+
+    def __repr__(self) -> str:
+        return (
+            f"BM25WordEncoder({self.analyzer!r}, k1={self.k1}, b={self.b}, avg_len={self.avg_len})"
+        )
+
+    def encode_document(self, text: str) -> SparseVector:
+        """BM25 document weights of ``text``."""
+        return self.encode_documents([text])[0]
+
+    def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
+        """BM25 document weights of each text (one vectorised pass for all of them)."""
+        lists = [self.analyzer.indices(text) for text in texts]
+        stops = list(accumulate(len(ids) for ids in lists))
+        flat = np.fromiter(
+            chain.from_iterable(lists), dtype=np.int64, count=stops[-1] if stops else 0
+        )
+        return _bm25_spans(flat, stops, self.k1, self.b, self.avg_len)
+
+    def encode_query(self, text: str, *, feedback: Sequence[str] = ()) -> SparseVector:
+        """The query's distinct terms, weight 1.0 each, plus the ``feedback`` texts' terms.
+
+        Pseudo-relevance feedback: the terms of the feedback texts (the best hits of a
+        first query) share ``feedback_weight`` in proportion to their counts, so a
+        fact restated in other words is reached through the names and places of the
+        first hit without that hit's words outweighing the question's.
+        """
+        ordered = sorted(set(self.analyzer.indices(text)))
+        query = SparseVector(indices=ordered, values=[1.0] * len(ordered))
+        counts: dict[int, float] = {}
+        for index in (i for t in feedback for i in self.analyzer.indices(t)):
+            counts[index] = counts.get(index, 0.0) + 1.0
+        extra = sorted(counts)
+        return widen(query, SparseVector(extra, [counts[i] for i in extra]), self.feedback_weight)
+
+
 class BM25SparseEncoder:
     """BM25 document weights over token ids; IDF comes from Qdrant's modifier.
+
+    The encoder of stores written before :class:`BM25WordEncoder` (their sparse vector
+    is named ``"sparse"``); new stores do not use it.
 
     Args:
         tokenizer: Anything with ``encode(text) -> list[int]``; tiktoken ``o200k_base``
@@ -65,6 +224,9 @@ class BM25SparseEncoder:
         True
     """
 
+    #: The name of the sparse vector these weights are stored under.
+    vector_name = "sparse"
+
     def __init__(
         self,
         tokenizer: IdTokenizer | None = None,
@@ -73,10 +235,7 @@ class BM25SparseEncoder:
         b: float = 0.75,
         avg_len: float = 256.0,
     ) -> None:
-        if k1 < 0 or not 0.0 <= b <= 1.0 or avg_len <= 0:
-            raise ValidationError(
-                f"BM25SparseEncoder: need k1 >= 0, 0 <= b <= 1, avg_len > 0 (got {k1}, {b}, {avg_len})"
-            )
+        _check_bm25("BM25SparseEncoder", k1, b, avg_len)
         if tokenizer is None:
             tokenizer = default_tokenizer()
         self.tokenizer = tokenizer
@@ -96,28 +255,7 @@ class BM25SparseEncoder:
         One sort over all of them instead of one per document; numpy releases the GIL
         while it sorts, so this also runs well in a background thread.
         """
-        if not len(stops):
-            return []
-        bounds = np.asarray(stops, dtype=np.int64)
-        array = np.asarray(ids[: int(bounds[-1])], dtype=np.int64)
-        if array.size and (array.min() < 0 or array.max() >= 1 << 32):
-            raise ValidationError("token ids must be in [0, 2**32)")
-        lengths = np.diff(bounds, prepend=0)
-        rows = np.repeat(np.arange(bounds.size, dtype=np.int64), lengths)
-        keys = (rows << 32) | array  # (document, token) pairs, sorted together
-        keys.sort()
-        first = np.empty(keys.size, dtype=bool)
-        first[:1] = True
-        np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        tf = np.diff(starts, append=keys.size).astype(np.float64)
-        unique = keys[starts]
-        row = unique >> 32
-        norm = self.k1 * (1.0 - self.b + self.b * lengths[row] / self.avg_len)
-        values = (tf * (self.k1 + 1.0) / (tf + norm)).tolist()
-        indices = (unique & 0xFFFFFFFF).tolist()
-        edges = np.searchsorted(row, np.arange(bounds.size + 1)).tolist()
-        return [SparseVector(indices=indices[a:b], values=values[a:b]) for a, b in pairwise(edges)]
+        return _bm25_spans(ids, stops, self.k1, self.b, self.avg_len)
 
     def encode_document(self, text: str) -> SparseVector:
         """BM25 document weights of ``text``."""

@@ -42,9 +42,10 @@ from offprompt.vectors._backends import (
     IndexKind,
     Scored,
 )
+from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
-from offprompt.vectors.sparse import BM25SparseEncoder, SparseVector
+from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -94,7 +95,7 @@ class _Core:
         self,
         backend: EdgeBackend | ClientBackend,
         embedder: Embedder,
-        encoder: BM25SparseEncoder | None,
+        encoder: BM25WordEncoder | BM25SparseEncoder | None,
         batch_size: int,
     ) -> None:
         self.backend = backend
@@ -123,9 +124,23 @@ class QdrantVectorStore:
         aclient: An ``AsyncQdrantClient`` for native async twins with ``client=``.
         batch_size: Points per upsert request.
         fusion_weights: RRF weights of the (dense, sparse) rankings in ``hybrid`` mode.
-            Default ``(1, 3)`` with ``HashingEmbedder`` (no semantics: exact terms such
-            as ids and names are the stronger signal, see the recall table in
-            ``benchmarks/RESULTS_task_memory.md``), ``(1, 1)`` with any other embedder.
+            Default ``(1, 4)`` with ``HashingEmbedder`` (a lexical embedder, much weaker
+            than BM25 over the analyzer's words: at this weight its ranking only fills
+            in where no word matches, and recall equals BM25's alone, see
+            ``benchmarks/RESULTS_longterm_recall.md``), ``(1, 1)`` with any other
+            embedder.
+        analyzer: The lexical analyzer of the BM25 sparse vectors (``Analyzer()``:
+            English stems and stop words; ``Analyzer(language=None)`` for none). A
+            collection written by an earlier version holds BM25 over tiktoken ids (its
+            sparse vector is named ``"sparse"``, the new one ``"words"``): it is read and
+            written with that encoder (:class:`BM25SparseEncoder`) as before.
+        lexical: What a new collection's BM25 counts: ``"words"`` (the analyzer's
+            stemmed words, the default: prose, conversations) or ``"tokens"`` (tiktoken
+            ids, :class:`BM25SparseEncoder`: sub-word pieces also match inside
+            identifiers, paths and numbers, which is why task memory uses it for tool
+            outputs; on the Loghub dev logs' rare events it finds 0.911 in the top 5
+            against 0.880 with words, ``benchmarks/RESULTS_query_memory_loghub.md``).
+            An existing collection keeps what it was written with.
         payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
             | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
 
@@ -158,8 +173,15 @@ class QdrantVectorStore:
         batch_size: int = 256,
         payload_indexes: Mapping[str, IndexKind] | None = None,
         fusion_weights: tuple[float, float] | None = None,
+        analyzer: Analyzer | None = None,
+        lexical: Literal["words", "tokens"] = "words",
     ) -> None:
         validate_namespace(collection, what="collection")
+        if lexical not in ("words", "tokens"):
+            raise ValidationError(f"lexical must be 'words' or 'tokens', got {lexical!r}")
+        sparse_name = (
+            BM25WordEncoder.vector_name if lexical == "words" else BM25SparseEncoder.vector_name
+        )
         self.tenant = validate_namespace(tenant, what="tenant")
         self._scope: dict[str, str] = dict(_NO_SCOPE)
         if batch_size < 1:
@@ -186,7 +208,7 @@ class QdrantVectorStore:
         dims = int(embedder.dimensions)
         backend: EdgeBackend | ClientBackend
         if engine == "edge":
-            backend = EdgeBackend(path, collection, dims, sparse)
+            backend = EdgeBackend(path, collection, dims, sparse, sparse_name)
         else:
             from qdrant_client import AsyncQdrantClient, QdrantClient
 
@@ -198,9 +220,9 @@ class QdrantVectorStore:
                     client = QdrantClient(path=path)
                 else:
                     client = QdrantClient(":memory:")
-            backend = ClientBackend(client, collection, dims, sparse, aclient)
+            backend = ClientBackend(client, collection, dims, sparse, aclient, sparse_name)
         if fusion_weights is None:
-            fusion_weights = (1.0, 3.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
+            fusion_weights = (1.0, 4.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
         if len(fusion_weights) != 2 or min(fusion_weights) < 0:
             raise ValidationError(
                 f"fusion_weights must be two weights >= 0, got {fusion_weights!r}"
@@ -208,7 +230,12 @@ class QdrantVectorStore:
         self.fusion_weights = (float(fusion_weights[0]), float(fusion_weights[1]))
         self.engine: str = backend.name
         self.collection = collection
-        self._core = _Core(backend, embedder, BM25SparseEncoder() if sparse else None, batch_size)
+        encoder: BM25WordEncoder | BM25SparseEncoder | None = None
+        if sparse and backend.sparse_name == BM25SparseEncoder.vector_name:
+            encoder = BM25SparseEncoder()  # a collection written before the word analyzer
+        elif sparse:
+            encoder = BM25WordEncoder(analyzer)
+        self._core = _Core(backend, embedder, encoder, batch_size)
         for key, kind in (
             ("tenant", "keyword"),
             ("namespace", "keyword"),
@@ -230,7 +257,8 @@ class QdrantVectorStore:
         return self._core.embedder
 
     @property
-    def sparse_encoder(self) -> BM25SparseEncoder | None:
+    def sparse_encoder(self) -> BM25WordEncoder | BM25SparseEncoder | None:
+        """The BM25 encoder of this store's sparse vectors (``None`` with ``sparse=False``)."""
         return self._core.encoder
 
     @property
@@ -411,7 +439,7 @@ class QdrantVectorStore:
         return points
 
     def _query_vectors(
-        self, query: str, mode: SearchMode, top_n: int
+        self, query: str, mode: SearchMode, top_n: int, feedback: Sequence[str] = ()
     ) -> tuple[list[float] | None, SparseVector | None]:
         if not isinstance(query, str):
             raise ValidationError(f"query must be str, got {type(query).__name__}")
@@ -427,7 +455,12 @@ class QdrantVectorStore:
         dense = self._core.embedder.embed_query(query) if mode != "sparse" else None
         if dense is not None and not any(dense):
             dense = None
-        sparse = encoder.encode_query(query) if mode != "dense" and encoder is not None else None
+        sparse = None
+        if mode != "dense" and isinstance(encoder, BM25WordEncoder):
+            sparse = encoder.encode_query(query, feedback=feedback)
+        elif mode != "dense" and encoder is not None:
+            # token ids (a store of 3eb5c89 or older): feedback joined, as it was read then
+            sparse = encoder.encode_query("\n".join([query, *feedback]))
         return dense, sparse
 
     @staticmethod
@@ -475,6 +508,7 @@ class QdrantVectorStore:
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         narrow_by: str | None = None,
+        feedback: Sequence[str] = (),
     ) -> list[Hit]:
         """The ``top_n`` records of ``namespace`` closest to ``query``.
 
@@ -487,11 +521,15 @@ class QdrantVectorStore:
         key alone and checks the rest of the filter on what it returns, which is much
         cheaper on a large plain segment and gives the same records (it falls back to
         the full filter when it cannot tell). Ignored by qdrant-client and other modes.
+
+        ``feedback`` texts (pseudo-relevance feedback: the best hits of a first query)
+        widen the BM25 query only, at a fraction of the query's weight (see
+        :meth:`BM25WordEncoder.encode_query`); the dense query is ``query`` alone.
         """
         if narrow_by is not None and narrow_by not in (filter or {}):
             raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
-        dense, sparse = self._query_vectors(query, mode, top_n)
+        dense, sparse = self._query_vectors(query, mode, top_n, feedback)
         scored = self._backend.query(
             dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights, narrow_by
         )
@@ -714,6 +752,7 @@ class QdrantVectorStore:
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         narrow_by: str | None = None,
+        feedback: Sequence[str] = (),
     ) -> list[Hit]:
         """Async twin of :meth:`search`."""
         native = self._native_async()
@@ -726,11 +765,12 @@ class QdrantVectorStore:
                 filter=filter,
                 mode=mode,
                 narrow_by=narrow_by,
+                feedback=feedback,
             )
         if narrow_by is not None and narrow_by not in (filter or {}):
             raise ValidationError(f"narrow_by={narrow_by!r} must be one of the filter's keys")
         cond = self._cond(namespace, filter)
-        dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n)
+        dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n, feedback)
         scored = await native.aquery(
             dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
         )
