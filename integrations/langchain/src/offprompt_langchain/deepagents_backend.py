@@ -472,7 +472,9 @@ class OffpromptBackend(BackendProtocol):
             except OffpromptError as exc:
                 return GrepResult(error=f"grep {pattern!r}: {exc}")
             for hit in found.matches:
-                match: GrepMatch = {"path": file_path, "line": hit.line_number, "text": hit.line}
+                # deepagents needs Python 3.11 (typing.NotRequired); mypy, checking for 3.10,
+                # reads its context keys as required.
+                match: GrepMatch = {"path": file_path, "line": hit.line_number, "text": hit.line}  # type: ignore[typeddict-item,unused-ignore]
                 if context_lines:
                     match["context_before"] = [{"line": n, "text": t} for n, t in hit.before]
                     match["context_after"] = [{"line": n, "text": t} for n, t in hit.after]
