@@ -67,3 +67,28 @@ def test_middleware_keeps_a_sensitive_error_off_prompt() -> None:
     assert message.status == "error"
     _assert_secret_kept(memory, str(message.content), message.artifact)
     assert all("hunter2" not in m.text for sent in model.calls for m in sent)
+
+
+@tool
+def vault_dump(record_id: int) -> str:
+    """Dump a record whose text holds a lone surrogate (invalid Unicode)."""
+    return "pin=4711-secret \ud83d end"
+
+
+def test_middleware_keeps_a_sensitive_result_with_a_lone_surrogate_off_prompt() -> None:
+    # Invalid Unicode cannot be stored as it is; for sensitive tools the result is stored
+    # with the surrogate escaped (never left inline, where the model would read it).
+    memory = TaskMemory()
+    model = ScriptedChatModel(script=[tool_call("vault_dump", {"record_id": 7}), "done"])
+    agent = create_agent(
+        model, [vault_dump], middleware=[OffpromptMiddleware(memory, sensitive=True)]
+    )
+    state = agent.invoke({"messages": [HumanMessage("dump record 7")]})
+    (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert "4711" not in str(message.content)
+    assert all("4711" not in m.text for sent in model.calls for m in sent)
+    reference = StoredReference.from_artifact(message.artifact)
+    assert reference is not None and reference.sensitive
+    assert (
+        memory.load_artifacts(reference.namespace).value[0].value == "pin=4711-secret \\ud83d end"
+    )

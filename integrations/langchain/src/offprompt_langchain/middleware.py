@@ -374,21 +374,28 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _skip(self, request: ToolCallRequest) -> bool:
         return request.tool_call.get("name") in self._own_tools
 
-    @staticmethod
-    def _candidate(message: Any) -> bool:
+    def _candidate(self, message: Any) -> bool:
         # Errors are candidates too: a large error goes off-prompt like any output. Task
-        # memory refuses invalid Unicode: such a result stays as the tool made it.
+        # memory refuses invalid Unicode: such a result stays as the tool made it, unless
+        # the tools are sensitive, whose results never reach the model (then it is stored
+        # with its lone surrogates escaped, see _storable).
         return (
             isinstance(message, ToolMessage)
             and not is_reference(message.artifact)
-            and not _has_lone_surrogate(message)
+            and (self.sensitive or not _has_lone_surrogate(message))
         )
 
+    @staticmethod
+    def _storable(message: ToolMessage) -> ToolMessage:
+        stored, _ = _valid_unicode(message)
+        assert isinstance(stored, ToolMessage)
+        return stored
+
     def _offload_message(self, message: ToolMessage, fallback_name: str) -> ToolMessage:
-        return offload_message(self.policy, message, fallback_name)
+        return offload_message(self.policy, self._storable(message), fallback_name)
 
     async def _aoffload_message(self, message: ToolMessage, fallback_name: str) -> ToolMessage:
-        return await aoffload_message(self.policy, message, fallback_name)
+        return await aoffload_message(self.policy, self._storable(message), fallback_name)
 
     @staticmethod
     def _command_messages(result: Command[Any]) -> list[Any] | None:
