@@ -147,11 +147,17 @@ def test_longterm_memory_bm25_uses_the_analyzer() -> None:
         assert hit.fragment.observation.startswith("Caroline")
 
 
-def test_task_memory_chunks_use_the_analyzer() -> None:
+def test_task_memory_chunks_count_tiktoken_ids_and_can_count_words() -> None:
+    # Tool outputs keep BM25 over tiktoken ids (lexical="tokens"; the Loghub rare-event
+    # benchmark favours it); a task memory on a words store runs the analyzer.
     from offprompt.artifacts import TextArtifact
     from offprompt.task_memory import TaskMemory
+    from offprompt.vectors import BM25SparseEncoder
 
     with TaskMemory() as memory:
+        assert isinstance(memory.vector_store.sparse_encoder, BM25SparseEncoder)
+    with TaskMemory(vector_store=QdrantVectorStore(lexical="words")) as memory:
+        assert isinstance(memory.vector_store.sparse_encoder, BM25WordEncoder)
         lines = [f"INFO heartbeat {i} ok" for i in range(400)]
         lines[123] = "ERROR Disk FULL on node-7 while Writing block"
         memory.store_artifact("log", TextArtifact(value="\n".join(lines)))

@@ -122,6 +122,7 @@ _BESIDE_BYTES = 1 << 20
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 #: Commits retried when other processes keep committing the same namespace.
 _COMMIT_RETRIES = 50
+_HOLD_ATTEMPTS = 3
 # BM25 over tiktoken ids for tool outputs: logs and JSON are full of identifiers, paths
 # and numbers whose sub-word pieces match where whole words do not (QdrantVectorStore's
 # ``lexical`` documents the measure); conversations and long-term memory count words.
@@ -875,6 +876,29 @@ class TaskMemory:
             self.vector_store.delete(namespace)
             self._catalog.mark_held(namespace, {})
 
+    def _hold_whole(self, namespace: str, meta: dict[str, Any]) -> dict[str, Any]:
+        """Index ``namespace`` here until this process's index holds all of it.
+
+        Stored by another process (or this index is behind): index it here first. A job
+        can lose a race with another process indexing or updating the same namespace;
+        it is run again (a few times) rather than answering from part of the output.
+
+        Raises:
+            StorageError: the index still lacks part of the output after the retries.
+        """
+        for _ in range(_HOLD_ATTEMPTS):
+            self._schedule(namespace)
+            if self._indexer is not None:
+                self._indexer.wait(namespace)
+            meta = self._meta(namespace) or meta
+            if self._fully_held(namespace, meta):
+                return meta
+        raise StorageError(
+            f"could not index {namespace!r} in this process (see the trace's offload "
+            "events with stage 'index'); not answering from part of the output",
+            namespace=namespace,
+        )
+
     def _fully_held(self, namespace: str, meta: Mapping[str, Any]) -> bool:
         if meta.get("storage") != "text":
             return True
@@ -1561,11 +1585,7 @@ class TaskMemory:
             return ListArtifact(value=[], name=namespace)
         self._maybe_sweep()
         if self._catalog.shared and not self._fully_held(namespace, meta):
-            # Stored by another process (or this index is behind): index it here first.
-            self._schedule(namespace)
-            if self._indexer is not None:
-                self._indexer.wait(namespace)
-            meta = self._meta(namespace) or meta
+            meta = self._hold_whole(namespace, meta)
         elif any(not e.get("indexed", True) for e in meta["artifacts"]) and self._indexer:
             # Never answer from part of an output: wait for its index (see module docs).
             self._indexer.wait(namespace)
