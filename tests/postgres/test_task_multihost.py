@@ -23,7 +23,6 @@ import pytest
 from netns_testing import Host, Network, netns_unavailable, network
 from postgres_testing import Cluster, start_cluster
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from test_multihost import CLIENT_TIMEOUTS, SERVER_SETTINGS
 
 from offprompt.scope import Scope
 from offprompt.stores import PostgresStore
@@ -36,6 +35,21 @@ worker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(worker)
 _WHY_NOT = netns_unavailable()
 BIG = 1_400_000  # lines: ~75 MB
+# The dead-peer timeouts of tests/postgres/test_multihost.py (a cut link errors in seconds).
+CLIENT_TIMEOUTS = {
+    "connect_timeout": "2",
+    "tcp_user_timeout": "1500",
+    "keepalives": "1",
+    "keepalives_idle": "1",
+    "keepalives_interval": "1",
+    "keepalives_count": "2",
+}
+SERVER_SETTINGS = {
+    "tcp_keepalives_idle": "1",
+    "tcp_keepalives_interval": "1",
+    "tcp_keepalives_count": "2",
+    "tcp_user_timeout": "1500",
+}
 
 
 def start(argv: list[str]) -> subprocess.Popen[str]:
