@@ -23,7 +23,6 @@ import pytest
 from netns_testing import Host, Network, netns_unavailable, network
 from postgres_testing import Cluster, start_cluster
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from test_multihost import CLIENT_TIMEOUTS, SERVER_SETTINGS
 
 from offprompt.scope import Scope
 from offprompt.stores import PostgresStore
@@ -36,6 +35,16 @@ worker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(worker)
 _WHY_NOT = netns_unavailable()
 BIG = 1_400_000  # lines: ~75 MB
+# The dead-peer timeouts of test_multihost.py (a cut link turns into an error in seconds).
+_mh_spec = importlib.util.spec_from_file_location(
+    "_multihost_settings", Path(__file__).with_name("test_multihost.py")
+)
+assert _mh_spec is not None and _mh_spec.loader is not None
+_multihost = importlib.util.module_from_spec(_mh_spec)
+sys.modules[_mh_spec.name] = _multihost  # its dataclasses look their module up
+_mh_spec.loader.exec_module(_multihost)
+CLIENT_TIMEOUTS: dict[str, str] = _multihost.CLIENT_TIMEOUTS
+SERVER_SETTINGS: dict[str, str] = _multihost.SERVER_SETTINGS
 
 
 def start(argv: list[str]) -> subprocess.Popen[str]:

@@ -26,12 +26,12 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from offprompt.errors import ValidationError
+from offprompt.errors import NotFoundError, ValidationError
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import SCOPE_COLUMNS, TaskRecord
 from offprompt.vectors.names import validate_namespace
 
-__all__ = ["TASK_DDL", "BlobsMissing", "Stmt", "task_part"]
+__all__ = ["TASK_DDL", "Stmt", "task_part"]
 
 _T = TypeVar("_T")
 TASK_KEY = "tenant, user_id, agent, run, session_id"
@@ -67,14 +67,6 @@ class Stmt:
 
 
 Op = Generator[Stmt, Any, _T]
-
-
-class BlobsMissing(Exception):
-    """A commit referred to blobs that are not stored (deleted meanwhile): rolled back."""
-
-    def __init__(self, keys: list[str]) -> None:
-        super().__init__(", ".join(keys))
-        self.keys = keys
 
 
 def task_part(namespace: str, scope: Scope | None) -> Part:
@@ -152,7 +144,12 @@ def op_commit(
         )
         found = {r[0] for r in rows}
         if len(found) != len(chunk):
-            raise BlobsMissing([k for k in chunk if k not in found])
+            # Raised inside the transaction, so the runner rolls the write back.
+            missing = ", ".join(k for k in chunk if k not in found)
+            raise NotFoundError(
+                f"namespace {namespace!r}: task blobs not stored (deleted meanwhile?): {missing}",
+                namespace=namespace,
+            )
     return version
 
 

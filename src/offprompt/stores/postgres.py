@@ -1301,13 +1301,7 @@ class PostgresStore(BaseStore):
 
     # -- task outputs ----------------------------------------------------------------
     def _task(self, op: _tasks.Op[_T], action: str, *, write: bool = False) -> _T:
-        try:
-            return self._do(_pg(op), action=action, write=write)
-        except _tasks.BlobsMissing as missing:
-            raise NotFoundError(
-                f"task blobs not stored on {self.where} (deleted meanwhile?): {missing}",
-                host=self.where,
-            ) from None
+        return self._do(_pg(op), action=action, write=write)
 
     def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
         part = _tasks.task_part(namespace, scope)

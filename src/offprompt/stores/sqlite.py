@@ -737,13 +737,8 @@ class SQLiteStore(BaseStore):
             ) from None
 
     def _task_write(self, op: _tasks.Op[Any]) -> Any:
-        try:
-            with self._write() as conn:
-                return _tasks.run_on(conn.execute, op)
-        except _tasks.BlobsMissing as missing:
-            raise NotFoundError(
-                f"task blobs not stored (deleted meanwhile?): {missing}", path=str(self.path)
-            ) from None
+        with self._write() as conn:
+            return _tasks.run_on(conn.execute, op)
 
     def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
         found: TaskRecord | None = self._task_read(
