@@ -31,6 +31,7 @@ Tree::
     ├── UsageError               the command line itself is wrong (exit code 2)
     ├── DemoError                a step of ``offprompt demo`` did not produce what it should
     └── UpstreamError            ``offprompt mcp proxy``'s server cannot start or keep running
+        └── RemoteError          one request to it got no result (its error, a timeout, its exit)
 
 Every public exception is defined here, once; the modules that raise one re-export it
 from here (``from offprompt.errors import ForgetError``), so one ``except`` catches it
@@ -65,6 +66,7 @@ __all__ = [
     "OffpromptError",
     "PatternError",
     "RangeError",
+    "RemoteError",
     "ScriptExhaustedError",
     "SerializationError",
     "StorageError",
@@ -196,3 +198,13 @@ class DemoError(OffpromptError):
 
 class UpstreamError(OffpromptError):
     """The upstream MCP server could not be started, initialized, or kept running."""
+
+
+class RemoteError(UpstreamError):
+    """A request to the upstream MCP server that got no result: its JSON-RPC error, a
+    timeout, or its exit. ``code`` and ``message`` are the JSON-RPC error's."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message, code=code)
+        self.code = code
+        self.data = data

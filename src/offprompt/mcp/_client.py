@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from offprompt.errors import RemoteError
+
 __all__ = ["CONNECTION_CLOSED", "REQUEST_TIMEOUT", "RemoteError", "UpstreamClient"]
 
 REQUEST_TIMEOUT = 408
@@ -30,14 +32,6 @@ _METHOD_NOT_FOUND = -32601
 _CANCEL_SECONDS = 5.0
 
 
-class RemoteError(Exception):
-    """A request that got no result: the upstream's JSON-RPC error, a timeout, its exit."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 class _Waiting:
