@@ -143,6 +143,12 @@ def test_every_python_block_of_the_page_runs(
     # module up in sys.modules) works as it does in a user's script.
     module = types.ModuleType("__docs__")
     monkeypatch.setitem(sys.modules, "__docs__", module)
+    # A page may add an event handler to LlamaIndex's process-wide root dispatcher (the
+    # tracing example prints every event): it must not outlive the page's test.
+    from llama_index.core.instrumentation import get_dispatcher
+
+    root = get_dispatcher()
+    monkeypatch.setattr(root, "event_handlers", list(root.event_handlers))
     namespace: dict[str, object] = module.__dict__
     for s in snippets(page):
         if s.no_run is not None:
