@@ -4,7 +4,7 @@ line of its text, and the memory tools read it back."""
 
 from __future__ import annotations
 
-from mcp_testing import connect, proxy_command, text_of
+from mcp_testing import connect, proxy_command, text_of, wire
 
 SECRET = "record malformed: {'password': 'hunter2-s3cr3t'}"
 
@@ -12,7 +12,7 @@ SECRET = "record malformed: {'password': 'hunter2-s3cr3t'}"
 async def test_a_sensitive_tools_error_stays_off_prompt(home, call_memory) -> None:
     async with connect(proxy_command(home, "--sensitive", "fail")) as session:
         result = await session.call_tool("fail", {"message": SECRET})
-        assert result.isError
+        assert wire(result)["isError"]
         text = text_of(result)
         for word in ("hunter2", "password", "malformed"):
             assert word not in text
