@@ -217,6 +217,8 @@ def check_scenario(scenario: Scenario, dist: Path, work: Path, uv: str) -> float
         "offprompt[mcp]": ["mcp"],
         "offprompt-langchain": ["langchain-core"],
         "offprompt-llamaindex": ["llama-index-core"],
+        "offprompt-openai-agents": ["mcp"],  # openai-agents itself depends on mcp
+        "offprompt-anthropic": [],
     }[scenario.name]
     if sorted(frameworks) != expected:
         raise CheckFailed(
