@@ -43,12 +43,15 @@ CORE_SDIST_ALLOWED = {
 }
 
 MCP_CLIENT = """
-import asyncio, sys
+import asyncio, os, sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 async def main():
-    params = StdioServerParameters(command=sys.argv[1], args=["--home", sys.argv[2], "mcp", "serve"])
+    # The SDK starts the server with a filtered environment: pass TIKTOKEN_CACHE_DIR on.
+    params = StdioServerParameters(
+        command=sys.argv[1], args=["--home", sys.argv[2], "mcp", "serve"], env=dict(os.environ)
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         names = sorted(tool.name for tool in (await session.list_tools()).tools)
