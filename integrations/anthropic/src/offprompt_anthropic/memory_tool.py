@@ -349,9 +349,16 @@ class _Owner:
     files: MemoryFiles
     _owned: bool
 
-    def _setup(
-        self, store: BaseStore | None, path: str | os.PathLike[str] | None, scope: Scope | None
+    def __init__(
+        self,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        store: BaseStore | None = None,
+        scope: Scope | None = None,
+        cache_control: Any = None,
     ) -> None:
+        # the SDK's sync or async base, next in the MRO of both tools
+        super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         # A store opened here from ``path`` is released by close(); a given one is not.
         self._owned = store is None
         self.files = MemoryFiles(open_store(store, path=path), scope)
@@ -390,17 +397,6 @@ class OffpromptMemoryTool(_Owner, BetaAbstractMemoryTool):
         >>> tool.close()
     """
 
-    def __init__(
-        self,
-        *,
-        path: str | os.PathLike[str] | None = None,
-        store: BaseStore | None = None,
-        scope: Scope | None = None,
-        cache_control: Any = None,
-    ) -> None:
-        BetaAbstractMemoryTool.__init__(self, cache_control=cache_control)
-        self._setup(store, path, scope)
-
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         """A directory listing or a file's numbered lines."""
         return self.files.view(command.path, command.view_range)
@@ -433,17 +429,6 @@ class OffpromptMemoryTool(_Owner, BetaAbstractMemoryTool):
 class AsyncOffpromptMemoryTool(_Owner, BetaAsyncAbstractMemoryTool):
     """The async twin of :class:`OffpromptMemoryTool`: store calls run in a worker
     thread, so the event loop never blocks on disk or network. Same arguments."""
-
-    def __init__(
-        self,
-        *,
-        path: str | os.PathLike[str] | None = None,
-        store: BaseStore | None = None,
-        scope: Scope | None = None,
-        cache_control: Any = None,
-    ) -> None:
-        BetaAsyncAbstractMemoryTool.__init__(self, cache_control=cache_control)
-        self._setup(store, path, scope)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await run_sync(fn, *args)
