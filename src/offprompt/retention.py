@@ -1,28 +1,44 @@
-"""``RetentionPolicy`` and ``prune``: nothing grows without bound unless asked to.
+"""``RetentionPolicy``, ``evict`` and ``prune``: nothing grows without bound unless asked to.
 
-A policy bounds one tier:
+A policy bounds one tier. Every tier hands its items, **oldest first**, to one pure
+function, :func:`evict`, so the three bounds mean the same everywhere:
 
-* conversation history (per session): ``max_count`` runs, ``max_tokens`` stored tokens,
-  runs whose newest message is older than ``max_age``; the oldest **whole runs** go first
-  and the preamble (system prompts before the first user message) stays. A session
-  whose last activity is older than ``max_age`` is deleted with its state.
-* task memory (per memory and scope): ``max_count`` namespaces, ``max_tokens`` stored
-  tokens, namespaces not written for ``max_age`` expire (hidden at once, deleted by
-  ``prune``).
+* ``max_age``: the oldest items go while their time is older than ``now - max_age``
+  (an item of unknown time stops this: its age cannot be proven);
+* ``max_count``: at most that many items stay, the newest;
+* ``max_tokens``: the stored tokens stay within it: the oldest items go until the rest
+  fits (never a newer item to make room for older ones, so what stays is always the
+  newest items).
 
-Give a policy to ``ConversationMemory(..., retention=...)`` or
-``TaskMemory(..., retention=...)`` to apply it on every write (``on_write=True``), or
-call :func:`prune` / ``memory.prune()`` from a maintenance job.
+``max_count`` and ``max_tokens`` never evict the newest item (nor one the caller
+protects, such as the namespace just written): an item larger than ``max_tokens`` on
+its own stays, alone, until a newer one arrives. Each evicted item carries one reason,
+``"max_age"``, ``"max_count"`` or ``"max_tokens"`` (the first of these that applies),
+which is what ``evict`` trace events report.
+
+The items of each tier:
+
+* conversation history (per session): whole **runs** (a user message and what follows
+  it), timed by their newest message; the preamble (system prompts before the first
+  user message) always stays and is not counted. A session whose last
+  activity is older than ``max_age`` is deleted with its state (:func:`prune`).
+* task memory (per memory and scope): **namespaces**, timed by their last write;
+  expired ones are hidden at once and deleted by ``prune``.
+* long-term memory (per scope): **fragments**, timed by their last write or recall.
+
+Give a policy to ``ConversationMemory(..., retention=...)``,
+``TaskMemory(..., retention=...)`` or ``LongTermMemory(..., retention=...)`` to apply it
+on every write (``on_write=True``), or call :func:`prune` / ``memory.prune()`` from a
+maintenance job.
 """
 
 from __future__ import annotations
 
-import bisect
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from offprompt.errors import ValidationError
 
@@ -30,7 +46,21 @@ if TYPE_CHECKING:
     from offprompt.scope import Scope
     from offprompt.stores.base import ConversationStore, IndexEntry
 
-__all__ = ["PruneReport", "RetentionPolicy", "keep_from", "prune", "prune_session"]
+__all__ = [
+    "EvictReason",
+    "Eviction",
+    "PruneReport",
+    "Retained",
+    "RetentionPolicy",
+    "evict",
+    "evict_runs",
+    "keep_from",
+    "prune",
+    "prune_session",
+]
+
+#: Why :func:`evict` removed an item (the ``reason`` of ``evict`` trace events).
+EvictReason = Literal["max_age", "max_count", "max_tokens"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +69,10 @@ class RetentionPolicy:
 
     Args:
         max_age: Seconds (or a ``timedelta``) data may live after its last write.
-        max_count: Runs per session (conversations) or namespaces (task memory).
-        max_tokens: Stored tokens per session (conversations) or per task memory.
+        max_count: Runs per session (conversations), namespaces (task memory) or
+            fragments per scope (long-term memory); the newest stay.
+        max_tokens: Stored tokens per session, task memory or long-term scope; the
+            oldest items go until the rest fits.
         on_write: Apply the policy after every write of a memory that holds it.
 
     Example:
@@ -91,6 +123,87 @@ class RetentionPolicy:
         return self._age is not None or self.max_count is not None or self.max_tokens is not None
 
 
+@dataclass(frozen=True)
+class Retained:
+    """One item a policy bounds: a run, a task-memory namespace or a long-term fragment.
+
+    Attributes:
+        id: The tier's id of the item (returned in :class:`Eviction`).
+        tokens: Tokens it stores.
+        time: POSIX time of its last write (or recall), ``None`` if unknown.
+    """
+
+    id: str
+    tokens: int
+    time: float | None
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """An item :func:`evict` removed, and why."""
+
+    id: str
+    reason: EvictReason
+
+
+def evict(
+    items: Sequence[Retained],
+    policy: RetentionPolicy,
+    *,
+    now: float | None = None,
+    protect: Collection[str] = (),
+) -> list[Eviction]:
+    """What ``policy`` evicts from ``items`` (oldest first), in that order.
+
+    The one eviction rule of every tier (see the module docs): the oldest items go
+    while ``max_count`` or ``max_tokens`` is exceeded, skipping the newest item and the
+    ``protect`` ids; then, from there on, the oldest go while they are older than
+    ``max_age``. With items in time order what stays is the newest ones.
+
+    Args:
+        items: The items, oldest first (each tier's order: runs by position, namespaces
+            and fragments by time, then id).
+        policy: The bounds.
+        now: The current POSIX time (tests pin it); the wall clock if omitted.
+        protect: Ids that ``max_count`` and ``max_tokens`` never evict (they count).
+
+    Example:
+        >>> items = [Retained("a", 10, 1.0), Retained("b", 10, 2.0), Retained("c", 50, 3.0)]
+        >>> [(e.id, e.reason) for e in evict(items, RetentionPolicy(max_tokens=40))]
+        [('a', 'max_tokens'), ('b', 'max_tokens')]
+        >>> [e.id for e in evict(items, RetentionPolicy(max_age=1.5), now=3.0)]
+        ['a']
+    """
+    cutoff = policy.cutoff(now)
+
+    def expired(item: Retained) -> bool:
+        return cutoff is not None and item.time is not None and item.time < cutoff
+
+    count = len(items)
+    tokens = sum(item.tokens for item in items)
+    reasons: dict[int, EvictReason] = {}
+    for position, item in enumerate(items):
+        over_count = policy.max_count is not None and count > policy.max_count
+        over_tokens = policy.max_tokens is not None and tokens > policy.max_tokens
+        if not (over_count or over_tokens):
+            break
+        if position == len(items) - 1 or item.id in protect:
+            continue
+        reasons[position] = (
+            "max_age" if expired(item) else "max_count" if over_count else "max_tokens"
+        )
+        count -= 1
+        tokens -= item.tokens
+    # Then age alone, from the oldest item still there.
+    for position, item in enumerate(items):
+        if position in reasons:
+            continue
+        if not expired(item):
+            break
+        reasons[position] = "max_age"
+    return [Eviction(items[p].id, reasons[p]) for p in sorted(reasons)]
+
+
 def keep_from(
     run_pos: Sequence[int],
     run_prefix: Sequence[int],
@@ -101,6 +214,8 @@ def keep_from(
 ) -> int:
     """Index of the first run to keep (``len(run_pos)`` drops them all).
 
+    :func:`evict` over a session's runs; the preamble is neither counted nor evicted.
+
     Args:
         run_pos: Position of each run's first message in the session.
         run_prefix: Tokens stored before each run start (the session's prefix sums).
@@ -109,25 +224,29 @@ def keep_from(
         policy: The bounds.
         now: The current POSIX time (tests pin it).
     """
+    return len(evict_runs(run_pos, run_prefix, total_tokens, times, policy, now))
+
+
+def evict_runs(
+    run_pos: Sequence[int],
+    run_prefix: Sequence[int],
+    total_tokens: int,
+    times: Sequence[float | None],
+    policy: RetentionPolicy,
+    now: float | None = None,
+) -> list[Eviction]:
+    """:func:`evict` over a session's runs (ids ``"0"``, ``"1"``, ... by run index).
+
+    The evicted runs are always the oldest ones (a prefix); see :func:`keep_from`.
+    """
     runs = len(run_pos)
-    first = 0
-    if policy.max_count is not None:
-        first = max(first, runs - policy.max_count)
-    if policy.max_tokens is not None and runs:
-        # The oldest run start whose suffix fits; the newest run always stays.
-        k = bisect.bisect_left(run_prefix, total_tokens - policy.max_tokens)
-        first = max(first, min(k, runs - 1))
-    cutoff = policy.cutoff(now)
-    if cutoff is not None:
-        k = first
-        while k < runs:
-            end = run_pos[k + 1] if k + 1 < runs else len(times)
-            newest = max((t for t in times[run_pos[k] : end] if t is not None), default=None)
-            if newest is None or newest >= cutoff:
-                break
-            k += 1
-        first = k
-    return first
+    items = []
+    for k in range(runs):
+        end = run_pos[k + 1] if k + 1 < runs else len(times)
+        newest = max((t for t in times[run_pos[k] : end] if t is not None), default=None)
+        upto = run_prefix[k + 1] if k + 1 < runs else total_tokens
+        items.append(Retained(str(k), upto - run_prefix[k], newest))
+    return evict(items, policy, now=now)
 
 
 @dataclass

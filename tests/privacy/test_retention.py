@@ -34,7 +34,7 @@ def test_max_count_on_write_keeps_the_store_bounded(store: BaseStore) -> None:
     ]
     assert memory.messages()[0].text == "rules"  # the preamble stays
     evictions = [e for e in memory.tracer.events("evict")]  # type: ignore[attr-defined]
-    assert evictions and evictions[-1].dropped[0]["reason"] == "retention"
+    assert evictions and evictions[-1].dropped[0]["reason"] == "max_count"
 
 
 def test_max_tokens_bounds_stored_tokens(store: BaseStore) -> None:

@@ -27,7 +27,7 @@ from offprompt.conversation.window import (
 )
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
-from offprompt.retention import RetentionPolicy, keep_from
+from offprompt.retention import RetentionPolicy, evict_runs
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import (
     ConversationStore,
@@ -352,25 +352,41 @@ class ConversationMemory:
             TraceEvent(kind, session_id=self.session_id, scope=scope_fields(self.scope), **fields),
         )
 
-    def _drop_runs(self, first_kept: int, reason: str) -> int:
-        """Delete runs before index ``first_kept`` (caller holds the lock and synced)."""
+    def _drop_runs(self, first_kept: int, reasons: str | Sequence[str]) -> int:
+        """Delete runs before index ``first_kept`` (caller holds the lock and synced).
+
+        ``reasons``: one for all, or one per run; the ``evict`` event lists each stretch
+        of runs dropped for one reason.
+        """
         runs = self._index.run_starts
         if first_kept <= 0 or not runs:
             return 0
+        per_run = [reasons] * first_kept if isinstance(reasons, str) else list(reasons)
+
+        def end_of(run: int) -> int:
+            return runs[run] if run < len(runs) else len(self._seqs)
+
         start_pos = runs[0]
-        end_pos = runs[first_kept] if first_kept < len(runs) else len(self._seqs)
+        end_pos = end_of(first_kept)
         start = self._seqs[start_pos]
         end = self._seqs[end_pos] if end_pos < len(self._seqs) else None
         tokens = self._index.tokens(start_pos, end_pos)
         deleted = self.store.delete_range(self.session_id, start, end)
-        self._emit(
-            "evict",
-            tokens=tokens,
-            dropped=[
-                {"seqs": [start, self._seqs[end_pos - 1]], "count": deleted, "reason": reason}
-            ],
-            detail={"runs": first_kept},
-        )
+        dropped = []
+        first = 0
+        for run in range(1, first_kept + 1):
+            if run < first_kept and per_run[run] == per_run[first]:
+                continue
+            lo, hi = runs[first], end_of(run)
+            dropped.append(
+                {
+                    "seqs": [self._seqs[lo], self._seqs[hi - 1]],
+                    "count": deleted if first == 0 and run == first_kept else hi - lo,
+                    "reason": per_run[first],
+                }
+            )
+            first = run
+        self._emit("evict", tokens=tokens, dropped=dropped, detail={"runs": first_kept})
         self._sync()
         return deleted
 
@@ -383,8 +399,10 @@ class ConversationMemory:
     def _prune(self, policy: RetentionPolicy, now: float | None) -> int:
         self._sync()
         index = self._index
-        first = keep_from(index.run_starts, index.run_prefix, index.total, self._times, policy, now)
-        return self._drop_runs(first, "retention")
+        evicted = evict_runs(
+            index.run_starts, index.run_prefix, index.total, self._times, policy, now
+        )
+        return self._drop_runs(len(evicted), [e.reason for e in evicted])
 
     def prune(self, policy: RetentionPolicy | None = None, *, now: float | None = None) -> int:
         """Apply ``policy`` (default: this memory's ``retention``); return messages deleted.

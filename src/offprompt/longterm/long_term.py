@@ -100,7 +100,7 @@ from offprompt.longterm.scoring import (
     ImportanceScorer,
     InsightExtractor,
 )
-from offprompt.retention import RetentionPolicy
+from offprompt.retention import Retained, RetentionPolicy, evict
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
@@ -877,9 +877,11 @@ class LongTermMemory:
         """Apply a retention policy to the fragments ``scope`` selects; returns how many
         were deleted.
 
-        ``max_age`` deletes fragments neither written nor recalled for that long (a
-        read refreshes ``last_accessed_at``); ``max_count`` and ``max_tokens`` keep the
-        most recently accessed fragments (newest first on ties) and delete the rest.
+        Fragments are ordered by their last write or recall (``last_accessed_at``, a
+        read refreshes it; then by id) and :func:`offprompt.retention.evict` decides,
+        as for every tier: ``max_age`` deletes fragments neither written nor recalled
+        for that long; ``max_count`` and ``max_tokens`` delete the least recently
+        accessed ones until the rest fits, never the most recent one.
         Deletion happens in the store by id or by a range filter; an ``evict`` trace
         event lists what went and why.
 
@@ -893,7 +895,7 @@ class LongTermMemory:
             ValidationError: no policy given and the memory has none.
 
         Example:
-            >>> from offprompt.retention import RetentionPolicy
+            >>> from offprompt.retention import Retained, RetentionPolicy, evict
             >>> ltm = LongTermMemory(retention=RetentionPolicy(max_count=2))
             >>> for i in range(5):
             ...     _ = ltm.write(MemoryFragment(observation=f"fact {i}", scope=Scope(user="u")))
@@ -920,49 +922,41 @@ class LongTermMemory:
 
     def _prune(self, policy: RetentionPolicy, scope: Scope, now: datetime | None) -> int:
         flt = self._scope_filter(merge_scopes(self.scope, scope))
-        dropped: list[dict[str, Any]] = []
+        now_ts = (utc(now) if now is not None else self.now()).timestamp()
+        cutoff = policy.cutoff(now_ts)
+        aged = {**flt, "last_accessed_ts": Range(lt=cutoff)} if cutoff is not None else None
+        if policy.max_tokens is None and (
+            policy.max_count is None
+            or self.store.count(self.namespace, filter=flt or None) <= policy.max_count
+        ):
+            selected = aged  # only age can evict: read the expired fragments alone
+        else:
+            selected = flt
+        if selected is None:
+            return 0
+        records = [
+            r
+            for batch in self.store.iter_scroll(self.namespace, filter=selected or None)
+            for r in batch
+        ]
+        records.sort(key=lambda r: (float(r.payload.get("last_accessed_ts", 0.0)), r.id))
+        items = [
+            Retained(
+                r.id,
+                self._tokens(r.text, r.payload),
+                float(r.payload.get("last_accessed_ts", 0.0)),
+            )
+            for r in records
+        ]
+        evicted = evict(items, policy, now=now_ts)
+        dropped: list[dict[str, Any]] = [{"id": e.id, "reason": e.reason} for e in evicted]
         removed = 0
-        cutoff = policy.cutoff((utc(now) if now is not None else self.now()).timestamp())
-        if cutoff is not None:
-            aged = {**flt, "last_accessed_ts": Range(lt=cutoff)}
-            expired = [
-                r.id for batch in self.store.iter_scroll(self.namespace, filter=aged) for r in batch
-            ]
-            if expired:
-                removed += self.store.delete(self.namespace, filter=aged)
-                dropped += [{"id": i, "reason": "max_age"} for i in expired]
-        if policy.max_count is not None or policy.max_tokens is not None:
-            if policy.max_tokens is None and policy.max_count is not None:
-                over = self.store.count(self.namespace, filter=flt or None) > policy.max_count
-            else:
-                over = True
-            if over:
-                records = [
-                    r
-                    for batch in self.store.iter_scroll(self.namespace, filter=flt or None)
-                    for r in batch
-                ]
-                records.sort(
-                    key=lambda r: (float(r.payload.get("last_accessed_ts", 0.0)), r.id),
-                    reverse=True,
-                )
-                kept_tokens = 0
-                doomed: list[str] = []
-                for position, record in enumerate(records):
-                    if policy.max_count is not None and position >= policy.max_count:
-                        doomed.append(record.id)
-                        dropped.append({"id": record.id, "reason": "max_count"})
-                        continue
-                    tokens = self._tokens(record.text, record.payload)
-                    if policy.max_tokens is not None and kept_tokens + tokens > policy.max_tokens:
-                        doomed.append(record.id)
-                        dropped.append({"id": record.id, "reason": "max_tokens"})
-                        continue
-                    kept_tokens += tokens
-                for start in range(0, len(doomed), _ID_BATCH):
-                    removed += self.store.delete(
-                        self.namespace, ids=doomed[start : start + _ID_BATCH]
-                    )
+        if aged is not None and any(e.reason == "max_age" for e in evicted):
+            # by the filter, so a fragment recalled meanwhile stays
+            removed += self.store.delete(self.namespace, filter=aged)
+        doomed = [e.id for e in evicted if e.reason != "max_age"]
+        for start in range(0, len(doomed), _ID_BATCH):
+            removed += self.store.delete(self.namespace, ids=doomed[start : start + _ID_BATCH])
         if dropped:
             resolved = merge_scopes(self.scope, scope)
             emit_safely(

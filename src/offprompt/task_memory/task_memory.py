@@ -66,7 +66,7 @@ from offprompt.errors import (
     StorageMismatchError,
     ValidationError,
 )
-from offprompt.retention import PruneReport, RetentionPolicy
+from offprompt.retention import PruneReport, Retained, RetentionPolicy, evict
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import BaseStore
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
@@ -1388,30 +1388,18 @@ class TaskMemory:
         policy = policy or self.retention
         if policy is None:
             raise ValidationError("prune needs a RetentionPolicy (none given, none configured)")
-        cutoff = policy.cutoff(now)
         with self._lock:
             docs = {
                 ns: meta
                 for ns, meta in self._catalog.list_all().items()
                 if meta.get("memory") == self.name
             }
-            doomed = [
-                ns for ns, meta in docs.items() if cutoff is not None and _written_at(meta) < cutoff
+            order = sorted(docs, key=lambda ns: (_written_at(docs[ns]), ns))
+            items = [
+                Retained(ns, int(docs[ns].get("tokens", 0)), _written_at(docs[ns])) for ns in order
             ]
-            live = sorted(
-                (ns for ns in docs if ns not in doomed), key=lambda ns: _written_at(docs[ns])
-            )
-            tokens = sum(int(docs[ns].get("tokens", 0)) for ns in live)
-            while live and (
-                (policy.max_count is not None and len(live) > policy.max_count)
-                or (policy.max_tokens is not None and tokens > policy.max_tokens)
-            ):
-                victim = next((ns for ns in live if ns != keep), None)
-                if victim is None:
-                    break
-                live.remove(victim)
-                tokens -= int(docs[victim].get("tokens", 0))
-                doomed.append(victim)
+            evicted = evict(items, policy, now=now, protect=() if keep is None else (keep,))
+            doomed = [e.id for e in evicted]
             for ns in doomed:
                 self._catalog.delete(ns)
         for ns in doomed:
@@ -1422,7 +1410,7 @@ class TaskMemory:
                 TraceEvent(
                     "evict",
                     scope=self._scope_fields(),
-                    dropped=[{"namespace": ns, "reason": "retention"} for ns in doomed],
+                    dropped=[{"namespace": e.id, "reason": e.reason} for e in evicted],
                 ),
             )
         return PruneReport(namespaces=len(doomed))
