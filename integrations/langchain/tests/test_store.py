@@ -406,3 +406,50 @@ async def test_concurrent_async_calls_share_a_thread_hop_and_keep_their_own_erro
     assert isinstance(results[20], ValidationError)  # only the bad call fails
     assert len(threads) == 21 and len(set(threads)) == 1  # one worker-thread hop for all
     assert threading.get_ident() not in threads  # and never on the event loop
+
+
+class _TwoAxes:
+    """A real deterministic embedder: texts with "zebra" point one way, the rest another.
+
+    Counts the stored texts it embeds, so a search that embeds stored items again shows.
+    """
+
+    dimensions = 2
+
+    def __init__(self) -> None:
+        self.documents = 0
+
+    def _vector(self, text: str) -> list[float]:
+        if "zebra" in text:
+            return [0.6, 0.8]
+        number = "".join(c for c in text if c.isdigit()) or "0"
+        return [1.0, 0.001 * int(number)]  # plain items close to the query, not tied
+
+    def embed_documents(self, texts: Any) -> list[list[float]]:
+        self.documents += len(texts)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0]  # every query looks like the plain items
+
+    async def aembed_documents(self, texts: Any) -> list[list[float]]:
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self.embed_query(text)
+
+
+def test_a_bm25_only_match_keeps_the_engines_cosine_and_nothing_is_embedded_again() -> None:
+    embedder = _TwoAxes()
+    vs = QdrantVectorStore(embedder=embedder)
+    store = OffpromptStore(vs)
+    for i in range(40):  # more than a dense page: the zebra item is outside its top
+        store.put(("docs",), f"plain-{i}", {"text": f"an ordinary note number {i}"})
+    store.put(("docs",), "zebra", {"text": "the zebra escaped"}, index=["text"])
+    embedded = embedder.documents
+    hits = store.search(("docs",), query="zebra", limit=5)
+    assert embedder.documents == embedded  # no stored text embedded at query time
+    zebra = next(h for h in hits if h.key == "zebra")  # found by BM25 only
+    assert zebra.score == pytest.approx(0.6, abs=1e-4)  # its cosine, from the engine
+    store.close()
+    vs.close()

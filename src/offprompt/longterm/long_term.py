@@ -18,8 +18,9 @@ The pool is the ``max(k * candidate_factor, min_candidates)`` best fragments, ch
 by ``mode``:
 
 * ``"hybrid"`` (default) - a dense (embedder) and a BM25 sparse ranking of that many
-  fragments each, fused by weighted reciprocal rank fusion: Qdrant's formula with the
-  store's ``fusion_weights`` and ``RRF_K``, the fusion task memory's queries get. It
+  fragments each, fused by weighted reciprocal rank fusion (:mod:`offprompt.vectors.fusion`):
+  Qdrant's formula with the store's ``fusion_weights`` and ``RRF_K``, the fusion task
+  memory's queries get. It
   is computed here rather than inside Qdrant because the two rankings answer
   different queries (see feedback below). ``similarity`` is the fused score
   calibrated to ``[0, 1]``: ``rrf / rrf_max``, where the weighted RRF is
@@ -104,7 +105,7 @@ from offprompt.retention import Retained, RetentionPolicy, evict
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
-from offprompt.vectors._backends import RRF_K
+from offprompt.vectors.fusion import fuse
 from offprompt.vectors.sparse import BM25WordEncoder, SparseVector
 from offprompt.vectors.store import SearchMode
 
@@ -132,11 +133,6 @@ _INDEXES = {
 _NARROW_ORDER = ("mem_run", "mem_session", "mem_agent", "mem_user", "mem_tenant")
 #: Fragment ids per filtered delete when chasing insights derived from forgotten ones.
 _ID_BATCH = 256
-
-
-def _rrf(pos: int, weight: float) -> float:
-    """Qdrant's weighted reciprocal-rank-fusion term for 0-based position ``pos``."""
-    return 1.0 / ((pos + 1) / weight + RRF_K - 1)
 
 
 @dataclass(frozen=True)
@@ -429,20 +425,8 @@ class LongTermMemory:
         """The pool with each candidate's ``similarity`` (see the module docs)."""
         if mode == "dense":
             return [(hit, hit.score) for hit in rankings[0]]
-        if mode == "sparse":
-            return [(hit, RRF_K / (RRF_K + pos)) for pos, hit in enumerate(rankings[0])]
-        fused: dict[str, float] = {}
-        hits: dict[str, Hit] = {}
-        weights = self.store.fusion_weights
-        for weight, ranking in zip(weights, rankings, strict=True):
-            if weight <= 0:
-                continue
-            for pos, hit in enumerate(ranking):
-                hits.setdefault(hit.id, hit)
-                fused[hit.id] = fused.get(hit.id, 0.0) + _rrf(pos, weight)
-        top = sum(_rrf(0, w) for w in weights if w > 0)
-        order = sorted(fused, key=lambda i: (-fused[i], i))[:pool]
-        return [(hits[i], fused[i] / top) for i in order]
+        weights = self.store.fusion_weights if mode == "hybrid" else (1.0,)
+        return fuse(rankings, weights, key=lambda hit: hit.id)[:pool]
 
     def _rank(self, candidates: list[tuple[Hit, float]], now: datetime) -> list[_Ranked]:
         """Every candidate with its score parts, best first."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from offprompt.errors import StorageError
+from offprompt.vectors.fusion import RRF_K as RRF_K  # re-exported (moved to fusion)
 from offprompt.vectors.records import FilterValue, Range
 from offprompt.vectors.sparse import SparseVector
 
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
 DENSE = "dense"
-#: Reciprocal-rank-fusion constant ``k`` in ``weight / (k + rank)``; Qdrant's default is 2,
-#: which lets a strong first place in one ranking survive a weak other ranking.
-RRF_K = 2
 #: The sparse vector of stores written before the word analyzer (BM25 over tiktoken ids).
 SPARSE = "sparse"
 #: The sparse vector of BM25 over the analyzer's word terms (what new stores create).

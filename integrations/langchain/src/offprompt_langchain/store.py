@@ -27,10 +27,12 @@ whole value as JSON, LangGraph's default; a ``[*]`` path yields one text per ele
 like LangGraph's stores: the first text is the item's own vector, each further text a
 field point of the item (payload ``owner``). A query runs two Qdrant searches, dense
 and BM25 sparse (hybrid retrieval, as task memory does), and ranks each point by
-``(1 - w) * cosine + w * bm25 / best_bm25`` with ``w`` from the vector store's
-``fusion_weights``; an item ranks as its best point, so a match in one field is not
-diluted by the others. An item's ``score`` is that point's cosine similarity, what
-LangGraph's stores report (not an RRF rank: equal matches score equally).
+weighted reciprocal rank fusion with the vector store's ``fusion_weights``
+(:mod:`offprompt.vectors.fusion`, the fusion long-term memory uses); an item ranks as
+its best point, so a match in one field is not diluted by the others. An item's
+``score`` is that point's cosine similarity as the engine computes it, what
+LangGraph's stores report (not an RRF rank: equal matches score equally); nothing
+stored is embedded again at query time.
 
 Filters follow LangGraph's semantics (exact match, nested dicts, ``$eq``, ``$ne``,
 ``$gt``, ``$gte``, ``$lt``, ``$lte``). Top-level string equalities run inside the Qdrant
@@ -74,7 +76,8 @@ from langgraph.store.base import (
 )
 
 from offprompt.errors import ValidationError
-from offprompt.vectors import QdrantVectorStore, VectorRecord, validate_namespace
+from offprompt.vectors import Hit, QdrantVectorStore, VectorRecord, validate_namespace
+from offprompt.vectors.fusion import fuse
 from offprompt.vectors.records import Range
 from offprompt.vectors.records import VectorRecord as _Record
 
@@ -216,11 +219,6 @@ def _check_ttl_config(config: Any) -> TTLConfig | None:
         ):
             raise ValidationError(f"TTLConfig {name} must be a number > 0 or None, got {value!r}")
     return TTLConfig(**config)  # type: ignore[typeddict-item]
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=False)) / norm if norm else 0.0
 
 
 class _Sweeper:
@@ -586,52 +584,55 @@ class OffpromptStore(BaseStore):
     ) -> list[tuple[str, float]]:
         """``(item_id, score)`` of the best ``need`` items for ``query`` (hybrid, per field).
 
-        Points are ranked by ``(1 - w) * cosine + w * bm25 / best_bm25``; an item ranks as
-        its best point and reports that point's cosine similarity as its score (what
-        LangGraph's stores report), so a BM25-only match still carries a true cosine.
+        Points are ranked by weighted reciprocal rank fusion of a dense and a BM25
+        ranking (:func:`offprompt.vectors.fusion.fuse`, the vector store's
+        ``fusion_weights``; tied scores share a rank, so equal matches rank by the
+        other retriever); an item ranks as its best point and reports that point's
+        cosine similarity as its score (what LangGraph's stores report), as the engine
+        computed it: a point only BM25 found gets it from a dense query restricted to
+        those points, so no stored text is embedded again.
         """
         vs = self.vector_store
-        dense_w, sparse_w = vs.fusion_weights
-        w = sparse_w / (dense_w + sparse_w) if dense_w + sparse_w > 0 else 0.0
+        weights = vs.fusion_weights
         flt = {**base, "indexed": _VECTORS}
         top = max(need * 2, 20)
-        query_vector: list[float] | None = None
-        cosines: dict[str, float] = {}
         while True:
             dense = vs.search(self._namespace, query, top_n=top, filter=flt, mode="dense")
             sparse = (
                 vs.search(self._namespace, query, top_n=top, filter=flt, mode="sparse")
-                if vs.sparse_encoder is not None and w > 0
+                if vs.sparse_encoder is not None and weights[1] > 0
                 else []
             )
-            points: dict[str, tuple[float, Any]] = {}  # point id -> (fused, payload)
-            for h in dense:
-                cosines[h.id] = h.score
-                points[h.id] = ((1 - w) * h.score, h.payload)
-            best_bm25 = max((h.score for h in sparse), default=0.0)
-            missing = [h for h in sparse if h.id not in cosines]
-            if missing:  # found by BM25 only: its cosine, from its own text
-                if query_vector is None:
-                    query_vector = vs.embedder.embed_query(query)
-                texts = vs.embedder.embed_documents([h.text for h in missing])
-                for h, vector in zip(missing, texts, strict=True):
-                    cosines[h.id] = _cosine(query_vector, vector)
-                    points[h.id] = ((1 - w) * cosines[h.id], h.payload)
-            for h in sparse:
-                if best_bm25 > 0:
-                    fused, payload = points[h.id]
-                    points[h.id] = (fused + w * h.score / best_bm25, payload)
-            items: dict[str, tuple[float, float]] = {}  # item id -> (fused, cosine)
-            for point_id, (fused, payload) in points.items():
-                if not keep(_Record(id=point_id, text="", payload=payload)):
+            fused = fuse([dense, sparse], weights, key=lambda h: h.id, score=lambda h: h.score)
+            best: dict[str, Hit] = {}  # item id -> its best point, best item first
+            for hit, _ in fused:
+                if not keep(_Record(id=hit.id, text="", payload=hit.payload)):
                     continue
-                item_id = str(payload.get("owner") or payload["item_id"])
-                if fused > items.get(item_id, (-math.inf, 0.0))[0]:
-                    items[item_id] = (fused, cosines[point_id])
-            ranked = sorted(items.items(), key=lambda kv: -kv[1][0])
-            if len(ranked) >= need or (len(dense) < top and len(sparse) < top):
-                return [(item_id, cosine) for item_id, (_, cosine) in ranked[:need]]
+                best.setdefault(str(hit.payload.get("owner") or hit.payload["item_id"]), hit)
+            if len(best) >= need or (len(dense) < top and len(sparse) < top):
+                page = list(best.items())[:need]
+                cosines = {h.id: h.score for h in dense}
+                cosines.update(self._cosines(query, [h for _, h in page if h.id not in cosines]))
+                return [(item_id, cosines.get(hit.id, 0.0)) for item_id, hit in page]
             top *= 4
+
+    def _cosines(self, query: str, points: Sequence[Hit]) -> dict[str, float]:
+        """The engine's cosine similarity of ``query`` and each of ``points``."""
+        vs = self.vector_store
+        items = [h.id for h in points if not h.payload.get("owner")]
+        owners = sorted({str(h.payload["owner"]) for h in points if h.payload.get("owner")})
+        found: dict[str, float] = {}
+        if items:
+            flt: dict[str, Any] = {"item_id": items, "indexed": 1}
+            hits = vs.search(self._namespace, query, top_n=len(items), filter=flt, mode="dense")
+            found.update((h.id, h.score) for h in hits)
+        if owners:
+            flt = {"owner": owners, "indexed": 2}
+            count = vs.count(self._namespace, filter=flt)
+            if count:
+                hits = vs.search(self._namespace, query, top_n=count, filter=flt, mode="dense")
+                found.update((h.id, h.score) for h in hits)
+        return found
 
     def _search(self, op: SearchOp, now: float) -> list[SearchItem]:
         flt = _check_filter(op.filter)
