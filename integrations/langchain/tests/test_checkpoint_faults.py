@@ -366,3 +366,21 @@ def test_graph_over_sqlite_graph_state_matches_a_fresh_reader(tmp_path: Path) ->
         graph.invoke({"messages": [("user", f"q{i}")]}, config)
     fresh = app.compile(checkpointer=OffpromptSaver(path=str(tmp_path / "g.db")))
     assert fresh.get_state(config).values == graph.get_state(config).values
+
+
+def test_savers_of_one_file_share_its_one_store(tmp_path: Path) -> None:
+    from offprompt.stores import open_store, release_store, shared_holders
+
+    db = tmp_path / "memory.db"
+    first, second = OffpromptSaver(path=str(db)), OffpromptSaver(path=str(db))
+    held = open_store(path=db)  # what every memory opening that file gets
+    assert first.store is second.store is held
+    assert shared_holders(held) == 3
+    _put(first, "t", [HumanMessage("hi", id="h1")])
+    first.close()
+    first.close()  # a second close releases nothing more
+    assert shared_holders(held) == 2 and not held.closed
+    assert second.get_tuple({"configurable": {"thread_id": "t"}}) is not None
+    second.close()
+    release_store(held)
+    assert held.closed

@@ -46,12 +46,8 @@ checkpoint, its writes in a row of their own) are still read, and grown in forma
 from __future__ import annotations
 
 import asyncio
-import base64
-import logging
-import operator
 import random
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -72,139 +68,47 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from offprompt.errors import (
-    DeserializationError,
-    NamespaceError,
-    OffpromptError,
-    ValidationError,
-)
+from offprompt.errors import DeserializationError, NamespaceError, ValidationError
 from offprompt.scope import Scope
-from offprompt.stores.base import BaseStore, ConversationStore, SessionVersion
+from offprompt.stores.base import BaseStore, ConversationStore
 from offprompt.tokens import Tokenizer, default_tokenizer
+from offprompt_langchain._checkpoint_chains import _SNAPSHOT_EVERY as _SNAPSHOT_EVERY
+from offprompt_langchain._checkpoint_keys import (
+    _BLOB,
+    _CP,
+    _WRITES,
+    PREFIX,
+    _blob_key,
+    _cp_key,
+    _head_key,
+    _q,
+    _uq,
+    _writes_key,
+)
+from offprompt_langchain._checkpoint_messages import (
+    _runs,
+    _ThreadMessageLog,
+    _ThreadMessages,
+    _written_messages,
+)
 from offprompt_langchain._checkpoint_rows import (
     FORMAT,
     Parts,
     Row,
-    decode_payload,
     deflate,
     encode_payload,
     encode_writes,
-    inflate,
-    parse_row,
 )
-from offprompt_langchain.convert import from_langchain, to_langchain
 
 __all__ = ["OffpromptSaver"]
 
-logger = logging.getLogger(__name__)
 
-PREFIX = "langgraph/"
-_CP = PREFIX + "cp/"
-_BLOB = PREFIX + "blob/"
-_WRITES = PREFIX + "writes/"
-_HEAD = PREFIX + "head/"
-_SNAPSHOT_EVERY = 16  # a delta chain is at most this long: reads stay cheap
-_RAW_CACHE = 512
 _STRATEGIES = ("keep_latest", "delete")
-_CACHED_THREADS = 64
-_COMPRESS_ABOVE = 200
 _LIVE_WRITES = 256
 _INLINE_MAX = 512
 
 
-def _q(part: str) -> str:
-    """Escape a key component so ``/`` always separates components."""
-    return part.replace("%", "%25").replace("/", "%2F")
-
-
-def _uq(part: str) -> str:
-    return part.replace("%2F", "/").replace("%25", "%")
-
-
-def _cp_key(ns: str, checkpoint_id: str) -> str:
-    return f"{_CP}{_q(ns)}/{checkpoint_id}"
-
-
-def _blob_key(ns: str, channel: str, version: Any) -> str:
-    return f"{_BLOB}{_q(ns)}/{_q(channel)}/{_q(str(version))}"
-
-
-def _writes_key(ns: str, checkpoint_id: str) -> str:
-    return f"{_WRITES}{_q(ns)}/{checkpoint_id}"
-
-
-def _head_key(ns: str) -> str:
-    return f"{_HEAD}{_q(ns)}"
-
-
-def _runs(seqs: Sequence[int]) -> list[list[int]]:
-    """``[3, 4, 5, 9]`` → ``[[3, 3], [9, 1]]`` (start, length)."""
-    runs: list[list[int]] = []
-    for seq in seqs:
-        if runs and runs[-1][0] + runs[-1][1] == seq:
-            runs[-1][1] += 1
-        else:
-            runs.append([seq, 1])
-    return runs
-
-
-def _extend_runs(runs: list[list[int]], seqs: Sequence[int]) -> list[list[int]]:
-    out = [list(r) for r in runs]
-    for seq in seqs:
-        if out and out[-1][0] + out[-1][1] == seq:
-            out[-1][1] += 1
-        else:
-            out.append([seq, 1])
-    return out
-
-
-def _written_messages(value: Any) -> list[BaseMessage] | None:
-    """The messages a write to the messages channel carries, if that is all it carries."""
-    if isinstance(value, BaseMessage):
-        return [value]
-    if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
-        return list(value)
-    return None
-
-
-def _with_ids(messages: list[BaseMessage], ids: list[Any]) -> list[BaseMessage]:
-    return [
-        m if m.id == i else m.model_copy(update={"id": i})
-        for m, i in zip(messages, ids, strict=True)
-    ]
-
-
-class _ThreadMessages:
-    """What one process knows of a thread's session: its messages by seq, and how to
-    recognise a message it already stored (by object identity, then by id + equality)."""
-
-    def __init__(self) -> None:
-        self.version: SessionVersion | None = None
-        self.by_seq: dict[int, BaseMessage] = {}
-        self.by_obj: dict[int, tuple[BaseMessage, int]] = {}
-        self.by_mid: dict[str, tuple[BaseMessage, int]] = {}
-        # The last list put or read, with its seqs: the next put usually extends it.
-        self.last: tuple[list[BaseMessage], list[int], list[list[int]]] = ([], [], [])
-
-    def remember(self, message: BaseMessage, seq: int) -> None:
-        self.by_seq[seq] = message
-        self.by_obj[id(message)] = (message, seq)
-        if message.id:
-            self.by_mid[message.id] = (message, seq)
-
-    def known_seq(self, message: BaseMessage) -> int | None:
-        entry = self.by_obj.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
-        if message.id:
-            entry = self.by_mid.get(message.id)
-            if entry is not None and entry[0] == message:
-                self.by_obj[id(message)] = (message, entry[1])
-                return entry[1]
-        return None
-
-
-class OffpromptSaver(BaseCheckpointSaver[str]):
+class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are offprompt conversation sessions.
 
     Args:
@@ -253,16 +157,19 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             raise ValidationError(
                 f"messages_channel must be a non-empty str or None, got {messages_channel!r}"
             )
-        self._owns_store = store is None
+        # What this saver opened, released by close(): a path= (or the home's) file is
+        # the process's one shared store of that file, like every memory's.
+        self._opened: BaseStore | None = None
         if store is None:
             if url is not None:
                 from offprompt.stores import QdrantStore
 
                 store = QdrantStore(url=url, api_key=api_key)
             else:
-                from offprompt.stores import SQLiteStore
+                from offprompt.stores import open_store
 
-                store = SQLiteStore(path)
+                store = open_store(path=path)
+            self._opened = store
         if scope is not None:
             if not isinstance(store, BaseStore):
                 raise ValidationError(f"{store!r} cannot be scoped; pass a scoped store instead")
@@ -300,9 +207,16 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
         await asyncio.to_thread(self.close)
 
     def close(self) -> None:
-        """Close the store if this saver opened it (a store you passed stays open)."""
-        if self._owns_store:
-            self.store.close()
+        """Release the store if this saver opened it (a store you passed stays open).
+
+        A ``path=`` file's store is shared per file in the process: it closes when its
+        last holder releases it.
+        """
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            from offprompt.stores import release_store
+
+            release_store(opened)
 
     # -- ids and documents -----------------------------------------------------------
     @staticmethod
@@ -334,314 +248,6 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             raise ValidationError(f"checkpoint_ns must be a str, got {type(ns).__name__}")
         return ns
 
-    def _dump(self, value: Any) -> list[str]:
-        kind, data = self.serde.dumps_typed(value)
-        return self._pack(kind, data)
-
-    @staticmethod
-    def _pack(kind: str, data: bytes, zdict: bytes | None = None) -> list[str]:
-        if zdict:
-            packer = zlib.compressobj(9, zdict=zdict)
-            delta = packer.compress(data) + packer.flush()
-            if len(delta) < len(data):
-                return [kind, base64.b64encode(delta).decode("ascii"), "zdict"]
-        if len(data) > _COMPRESS_ABOVE:
-            packed = zlib.compress(data, 6)
-            if len(packed) < len(data):
-                return [kind, base64.b64encode(packed).decode("ascii"), "zlib"]
-        return [kind, base64.b64encode(data).decode("ascii")]
-
-    def _load(self, pair: Any, thread_id: str, key: str) -> Any:
-        return self._loads(pair[0], self._unpack(pair, thread_id, key), thread_id, key)
-
-    def _unpack(self, pair: Any, thread_id: str, key: str, zdict: bytes | None = None) -> bytes:
-        """The serializer's bytes of a stored ``[type, base64, compression?]`` pair."""
-        if not (
-            isinstance(pair, list)
-            and len(pair) in (2, 3)
-            and all(isinstance(p, str) for p in pair)
-            and (len(pair) == 2 or pair[2] == "zlib" or (pair[2] == "zdict" and zdict))
-        ):
-            raise DeserializationError(
-                f"thread {thread_id!r}: stored value {key!r} is corrupt (expected [type, data])",
-                session_id=thread_id,
-                key=key,
-            )
-        try:
-            data = base64.b64decode(pair[1], validate=True)
-            if len(pair) == 3 and pair[2] == "zdict":
-                unpacker = zlib.decompressobj(zdict=cast(bytes, zdict))
-                data = unpacker.decompress(data) + unpacker.flush()
-            elif len(pair) == 3:
-                data = zlib.decompress(data)
-        except (ValueError, zlib.error):
-            raise DeserializationError(
-                f"thread {thread_id!r}: stored value {key!r} is not base64 (or not zlib)",
-                session_id=thread_id,
-            ) from None
-        return data
-
-    def _loads(self, kind: str, data: bytes, thread_id: str, key: str) -> Any:
-        try:
-            return self.serde.loads_typed((kind, data))
-        except Exception as exc:
-            raise DeserializationError(
-                f"thread {thread_id!r}: {key!r} cannot be read by {type(self.serde).__name__} "
-                f"(serializer type {kind!r}): {type(exc).__name__}: {exc}",
-                session_id=thread_id,
-                key=key,
-            ) from None
-
-    def _get(self, thread_id: str, key: str) -> Any:
-        try:
-            return self.store.get_state(thread_id, key)
-        except ValueError as exc:  # a row whose JSON text is damaged
-            if isinstance(exc, OffpromptError):
-                raise
-            raise DeserializationError(
-                f"thread {thread_id!r}: stored document {key!r} is corrupt: {exc}",
-                session_id=thread_id,
-                key=key,
-            ) from None
-
-    def _row(self, thread_id: str, ns: str, checkpoint_id: str) -> Row | None:
-        key = _cp_key(ns, checkpoint_id)
-        value = self._get(thread_id, key)
-        if value is None:
-            return None
-        row = parse_row(value)
-        if row is None:
-            raise DeserializationError(
-                f"thread {thread_id!r}: checkpoint document {key!r} is corrupt or of an "
-                f"unknown format",
-                session_id=thread_id,
-                key=key,
-            )
-        return row
-
-    def _parts(self, thread_id: str, ns: str, checkpoint_id: str, row: Row, hops: int = 0) -> Parts:
-        """The checkpoint's body, metadata and own values, undoing its delta."""
-        cache_key = (thread_id, ns, checkpoint_id)
-        cached = self._raw.get(cache_key)
-        if cached is not None and cached[0] == row.data:
-            self._raw.move_to_end(cache_key)
-            return cached[1]
-        what = _cp_key(ns, checkpoint_id)
-        if row.fmt != FORMAT:
-            kind, data = self._body_bytes(thread_id, ns, checkpoint_id, row.doc)
-            meta = row.doc.get("metadata")
-            values = {
-                channel: pair
-                for channel, pair in (row.doc.get("values") or {}).items()
-                if isinstance(pair, list) and len(pair) == 2
-            }
-            parts = Parts(
-                (kind, data),
-                (
-                    meta[0] if isinstance(meta, list) and meta else "",
-                    self._unpack(meta, thread_id, what),
-                ),
-                values,
-                None,
-            )
-        else:
-            base = None
-            if row.depth > 0:
-                parent = self._row(thread_id, ns, row.parent) if row.parent else None
-                if parent is None or hops >= _SNAPSHOT_EVERY:
-                    raise DeserializationError(
-                        f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is stored as a "
-                        f"delta against {row.parent!r}, which is missing",
-                        session_id=thread_id,
-                        key=what,
-                    )
-                base = self._parts(thread_id, ns, cast(str, row.parent), parent, hops + 1).payload
-                if base is None:
-                    raise DeserializationError(
-                        f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is stored as a "
-                        f"delta against {row.parent!r}, which is not of format {FORMAT}",
-                        session_id=thread_id,
-                        key=what,
-                    )
-            raw = inflate(cast(bytes, row.data), base, what, thread_id)
-            parts = decode_payload(raw, what, thread_id)
-        self._remember(thread_id, ns, checkpoint_id, row, parts)
-        return parts
-
-    def _remember(
-        self, thread_id: str, ns: str, checkpoint_id: str, row: Row, parts: Parts
-    ) -> None:
-        self._raw[(thread_id, ns, checkpoint_id)] = (row.data, parts)
-        while len(self._raw) > _RAW_CACHE:
-            self._raw.popitem(last=False)
-
-    def _body_bytes(
-        self, thread_id: str, ns: str, checkpoint_id: str, doc: Mapping[str, Any], hops: int = 0
-    ) -> tuple[str, bytes]:
-        """A format 1 or 2 checkpoint's body: its serializer type and bytes."""
-        pair = doc.get("checkpoint")
-        key = _cp_key(ns, checkpoint_id)
-        zdict = None
-        if isinstance(pair, list) and len(pair) == 3 and pair[2] == "zdict":
-            base = doc.get("parent")
-            base_row = (
-                self._row(thread_id, ns, base)
-                if isinstance(base, str) and hops < _SNAPSHOT_EVERY
-                else None
-            )
-            if base_row is None or base_row.fmt == FORMAT:
-                raise DeserializationError(
-                    f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is stored as a delta "
-                    f"against {base!r}, which is missing",
-                    session_id=thread_id,
-                    key=key,
-                )
-            zdict = self._body_bytes(thread_id, ns, cast(str, base), base_row.doc, hops + 1)[1]
-        data = self._unpack(pair, thread_id, key, zdict)
-        return cast(list[str], pair)[0], data
-
-    def _body(self, thread_id: str, ns: str, checkpoint_id: str, row: Row) -> Any:
-        kind, data = self._parts(thread_id, ns, checkpoint_id, row).body
-        body = self._loads(kind, data, thread_id, _cp_key(ns, checkpoint_id))
-        if not isinstance(body, dict) or "channel_versions" not in body:
-            raise DeserializationError(
-                f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is corrupt",
-                session_id=thread_id,
-            )
-        return body
-
-    def _metadata(self, thread_id: str, ns: str, checkpoint_id: str, row: Row) -> Any:
-        kind, data = self._parts(thread_id, ns, checkpoint_id, row).metadata
-        return self._loads(kind, data, thread_id, _cp_key(ns, checkpoint_id))
-
-    def _snapshot_row(
-        self, parts: Parts, writes: list[list[Any]] | None, parent: str | None
-    ) -> Row:
-        payload = parts.payload
-        if payload is None:
-            payload = encode_payload(parts.body, parts.metadata, parts.values)
-        return Row(FORMAT, parent, 0, deflate(payload + encode_writes(writes or []), None))
-
-    def _detach(self, thread_id: str, ns: str, doomed: set[str]) -> None:
-        """Rewrite as snapshots the checkpoints that stay but whose delta chain runs
-        through one in ``doomed`` (before those are deleted)."""
-        if not doomed:
-            return
-        rows = {
-            cid: self._row(thread_id, ns, cid) for _, cid in self._checkpoint_ids(thread_id, ns)
-        }
-        for cid, row in rows.items():
-            if cid in doomed or row is None:
-                continue
-            link, hops = row.parent if row.depth > 0 else None, 0
-            while isinstance(link, str) and link not in doomed and hops < _SNAPSHOT_EVERY:
-                base = rows.get(link)
-                link = base.parent if base is not None and base.depth > 0 else None
-                hops += 1
-            if not (isinstance(link, str) and link in doomed):
-                continue
-            parts = self._parts(thread_id, ns, cid, row)
-            if row.fmt == FORMAT:
-                fresh = self._snapshot_row(parts, parts.writes, row.parent)
-                self.store.set_state(thread_id, _cp_key(ns, cid), fresh.stored(self._binary))
-                self._remember(thread_id, ns, cid, fresh, parts)
-            else:
-                doc = {k: v for k, v in row.doc.items() if k != "depth"}
-                doc["checkpoint"] = self._pack(*parts.body)
-                self.store.set_state(thread_id, _cp_key(ns, cid), doc)
-
-    def _checkpoint_ids(self, thread_id: str, ns: str | None) -> list[tuple[str, str]]:
-        """``(ns, checkpoint_id)`` of the thread, newest first."""
-        prefix = _CP if ns is None else f"{_CP}{_q(ns)}/"
-        found = []
-        for key in self.store.state_keys(thread_id, prefix):
-            ns_part, _, cp_id = key[len(_CP) :].rpartition("/")
-            found.append((_uq(ns_part), cp_id))
-        found.sort(key=operator.itemgetter(1), reverse=True)
-        return found
-
-    def _latest(self, thread_id: str, ns: str) -> tuple[str, Row] | None:
-        head = self._get(thread_id, _head_key(ns))
-        if isinstance(head, str):
-            row = self._row(thread_id, ns, head)
-            if row is not None:
-                return head, row
-        # No head yet, or a put died between its checkpoint and its head: list them.
-        for _, checkpoint_id in self._checkpoint_ids(thread_id, ns):
-            row = self._row(thread_id, ns, checkpoint_id)
-            if row is not None:
-                return checkpoint_id, row
-        return None
-
-    # -- messages --------------------------------------------------------------------
-    def _messages_of(self, thread_id: str) -> _ThreadMessages:
-        cache = self._threads.get(thread_id)
-        if cache is None:
-            cache = self._threads[thread_id] = _ThreadMessages()
-            while len(self._threads) > _CACHED_THREADS:
-                self._threads.popitem(last=False)
-        else:
-            self._threads.move_to_end(thread_id)
-        current = self.store.version(thread_id)
-        known = cache.version
-        if known == current:
-            return cache
-        if known is None or known.epoch != current.epoch or current.next_seq < known.next_seq:
-            cache = self._threads[thread_id] = _ThreadMessages()
-            stored = self.store.read(thread_id)
-        else:
-            stored = self.store.read(thread_id, start=known.next_seq)
-        if stored:
-            for seq, message in zip(
-                [s.seq for s in stored], to_langchain([s.message for s in stored]), strict=True
-            ):
-                cache.remember(message, seq)
-        cache.version = current
-        return cache
-
-    def _store_messages(self, thread_id: str, messages: Any) -> dict[str, Any] | None:
-        """Append the messages the session does not hold; return the channel's reference
-        (``None`` if the value is not a list of LangChain messages: serde stores it)."""
-        if not isinstance(messages, list):
-            return None
-        cache = self._messages_of(thread_id)
-        last_list, last_seqs, last_runs = cache.last
-        prefix = len(last_list)
-        # A list equal to the last one plus new messages (LangGraph's reducer copies the
-        # list and appends): list equality is one C loop that skips identical items, ten
-        # times cheaper than an identity check per item at 40,000 messages.
-        extends = prefix > 0 and len(messages) >= prefix and messages[:prefix] == last_list
-        if extends:
-            seqs = list(last_seqs)
-            rest = messages[prefix:]
-        else:
-            seqs, rest = [], messages
-        # the prefix equals the last list, already known to be messages
-        if not all(isinstance(m, BaseMessage) for m in rest):
-            return None
-        pending: list[tuple[int, BaseMessage]] = []
-        for message in rest:
-            seq = cache.known_seq(message)
-            if seq is None:
-                pending.append((len(seqs), message))
-                seqs.append(-1)
-            else:
-                seqs.append(seq)
-        if pending:
-            converted = from_langchain([m for _, m in pending])
-            counts = [self.tokenizer.count_message(m) for m in converted]
-            new_seqs = self.store.append(thread_id, converted, counts)
-            for (index, message), seq in zip(pending, new_seqs, strict=True):
-                seqs[index] = seq
-                cache.remember(message, seq)
-            # If someone else appended too, the version stays behind: the next use catches
-            # up from there (re-reading ours as well) instead of starting over.
-            if cache.version is not None and new_seqs and new_seqs[0] == cache.version.next_seq:
-                cache.version = SessionVersion(new_seqs[-1] + 1, cache.version.epoch)
-        runs = _extend_runs(last_runs, seqs[prefix:]) if extends else _runs(seqs)
-        cache.last = (list(messages), seqs, runs)
-        return {"messages": runs}
-
     @staticmethod
     def _carried_values(parts: Parts | None, checkpoint: Checkpoint) -> dict[str, list[Any]]:
         """The parent's own values that this checkpoint still has (same version)."""
@@ -652,145 +258,6 @@ class OffpromptSaver(BaseCheckpointSaver[str]):
             for channel, version in checkpoint.get("channel_versions", {}).items()
             if channel in parts.values and parts.values[channel][0] == version
         }
-
-    def _writes_to_refs(self, thread_id: str, checkpoint_id: str) -> None:
-        """Replace message values in ``checkpoint_id``'s writes by session references.
-
-        Only where the message is now in the session and reads back equal to what the
-        write stored (id included), so the pending writes load exactly as they were.
-        """
-        live = self._live_writes.pop((thread_id, checkpoint_id), None)
-        if not live:
-            return
-        row = self._row(thread_id, "", checkpoint_id)
-        legacy = row is None or row.fmt != FORMAT
-        key = _writes_key("", checkpoint_id) if legacy else _cp_key("", checkpoint_id)
-        stored = self._writes_of(thread_id, "", checkpoint_id, row)
-        cache = self._messages_of(thread_id)
-        changed = False
-        for inner, objects in live:
-            entry = stored.get(inner)
-            if not (isinstance(entry, list) and len(entry) == 5 and isinstance(entry[3], list)):
-                continue
-            seqs = [cache.known_seq(m) for m in objects]
-            if any(seq is None for seq in seqs):
-                continue
-            value = self._load(entry[3], thread_id, key)
-            written = _written_messages(value)
-            if written is None or len(written) != len(seqs):
-                continue
-            ids = [m.id for m in written]
-            session = [cache.by_seq[s] for s in seqs if s is not None]
-            if _with_ids(session, ids) != written:
-                continue
-            ref: dict[str, Any] = {"ref": seqs}
-            if ids != [m.id for m in session]:
-                ref["ids"] = ids
-            if isinstance(value, BaseMessage):
-                ref["single"] = True
-            entry[3] = ref
-            changed = True
-        if changed:
-            self._store_writes(thread_id, "", checkpoint_id, row, stored)
-
-    def _writes_of(
-        self, thread_id: str, ns: str, checkpoint_id: str, row: Row | None
-    ) -> dict[str, list[Any]]:
-        """The checkpoint's writes by ``task_id<US>idx`` (in its row, or a legacy row)."""
-        if row is not None and row.fmt == FORMAT:
-            writes = self._parts(thread_id, ns, checkpoint_id, row).writes or []
-            return {f"{w[0]}\x1f{w[1]}": list(w) for w in writes if isinstance(w, list) and w}
-        key = _writes_key(ns, checkpoint_id)
-        stored = self._get(thread_id, key) or {}
-        if not isinstance(stored, dict):
-            raise DeserializationError(
-                f"thread {thread_id!r}: writes {key!r} are corrupt", session_id=thread_id
-            )
-        return stored
-
-    def _store_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        row: Row | None,
-        writes: dict[str, list[Any]],
-    ) -> None:
-        if row is None or row.fmt != FORMAT:
-            self.store.set_state(thread_id, _writes_key(ns, checkpoint_id), writes)
-            return
-        parts = self._parts(thread_id, ns, checkpoint_id, row)
-        base = None
-        if row.depth > 0:
-            parent = self._row(thread_id, ns, row.parent) if row.parent else None
-            if parent is not None:
-                base = self._parts(thread_id, ns, cast(str, row.parent), parent).payload
-        payload = cast(bytes, parts.payload)
-        if base is None:
-            row.depth = 0  # its base is gone (only a damaged thread): a snapshot now
-        rows = list(writes.values())
-        row.data = deflate(payload + encode_writes(rows), base)
-        self.store.set_state(thread_id, _cp_key(ns, checkpoint_id), row.stored(self._binary))
-        fresh = Parts(parts.body, parts.metadata, parts.values, payload, rows)
-        self._remember(thread_id, ns, checkpoint_id, row, fresh)
-
-    def _write_value(self, thread_id: str, key: str, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return self._load(value, thread_id, key)
-        seqs, ids = value.get("ref"), value.get("ids")
-        if not (
-            isinstance(seqs, list)
-            and (ids is None or (isinstance(ids, list) and len(seqs) == len(ids)))
-        ):
-            raise DeserializationError(
-                f"thread {thread_id!r}: a write's message reference in {key!r} is corrupt",
-                session_id=thread_id,
-            )
-        cache = self._messages_of(thread_id)
-        wanted = ids if ids is not None else [None] * len(seqs)
-        present = [
-            (cache.by_seq[s], i) for s, i in zip(seqs, wanted, strict=True) if s in cache.by_seq
-        ]
-        if len(present) != len(seqs):
-            logger.warning(
-                "thread %r: %d messages of a pending write were deleted from the session",
-                thread_id,
-                len(seqs) - len(present),
-            )
-        messages = _with_ids([m for m, _ in present], [i or m.id for m, i in present])
-        if value.get("single"):
-            return messages[0] if messages else None
-        return messages
-
-    def _load_messages(self, thread_id: str, ref: dict[str, Any]) -> list[BaseMessage]:
-        runs = ref.get("messages")
-        if not isinstance(runs, list) or not all(
-            isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r) for r in runs
-        ):
-            raise DeserializationError(
-                f"thread {thread_id!r}: a messages reference is corrupt", session_id=thread_id
-            )
-        cache = self._messages_of(thread_id)
-        last_list, last_seqs, last_runs = cache.last
-        if runs == last_runs and len(last_list) == len(last_seqs):
-            # The list last put or read (the session has not lost a message since, or
-            # the cache would have started over): a copy, not a rebuild by seq.
-            return list(last_list)
-        seqs = [s for start, length in runs for s in range(start, start + length)]
-        out = [cache.by_seq[s] for s in seqs if s in cache.by_seq]
-        if len(out) != len(seqs):
-            logger.warning(
-                "thread %r: %d of %d messages of a checkpoint were deleted from the session "
-                "(retention or forget); the checkpoint loads without them",
-                thread_id,
-                len(seqs) - len(out),
-                len(seqs),
-            )
-            present = [s for s in seqs if s in cache.by_seq]
-            cache.last = (list(out), present, _runs(present))
-        else:
-            cache.last = (list(out), seqs, [list(r) for r in runs])
-        return out
 
     # -- reading ---------------------------------------------------------------------
     def _blob(
