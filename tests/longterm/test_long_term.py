@@ -242,3 +242,20 @@ async def test_async_twins(ltm: LongTermMemory, clock: Clock) -> None:
     await ltm.amark_forgotten([stored.id])
     assert stored.id not in [f.id for f in await ltm.aread("rockets", k=5)]
     assert await ltm.aclear(scope=Scope(agent="a1")) == 2 + len(insights)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "sparse", "dense"])
+def test_search_and_asearch_follow_one_plan(clock: Clock, mode: str) -> None:
+    ltm = LongTermMemory(clock=clock)
+    for i, text in enumerate(["alice likes green tea", "bob plays chess", "alice lives in Lyon"]):
+        ltm.write(MemoryFragment.build(text, now=T0 + timedelta(minutes=i), scope=Scope(user="u")))
+    sync = ltm.search("where does alice live", k=2, touch=False, mode=mode)  # type: ignore[arg-type]
+    async_ = asyncio.run(ltm.asearch("where does alice live", k=2, touch=False, mode=mode))  # type: ignore[arg-type]
+    assert sync == async_
+    first, second = ltm.tracer.events("longterm_read")[-2:]  # type: ignore[attr-defined]
+    assert (first.included, first.dropped, first.detail) == (
+        second.included,
+        second.dropped,
+        second.detail,
+    )
+    ltm.close()

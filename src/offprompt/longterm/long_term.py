@@ -89,12 +89,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any
 
 from offprompt.errors import NotFoundError, ValidationError
 from offprompt.longterm.fragment import Clock, MemoryFragment, Scope, merge_scopes, utc
+from offprompt.longterm.payload import INDEXES, scope_filter, stored_tokens, to_fragment, to_records
+from offprompt.longterm.ranking import (
+    Ranked,
+    ReadPlan,
+    ScoredFragment,
+    candidates,
+    check_mode,
+    rank,
+    read_event,
+    scored_fragments,
+)
 from offprompt.longterm.scoring import (
     ExtractiveInsightExtractor,
     HeuristicImportanceScorer,
@@ -105,61 +115,12 @@ from offprompt.retention import Retained, RetentionPolicy, evict
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
-from offprompt.vectors.fusion import fuse
-from offprompt.vectors.sparse import BM25WordEncoder, SparseVector
 from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]
 
-#: Scope field -> payload key (selector semantics: a read filters on the fields it sets).
-_SCOPE_KEYS = {
-    "tenant": "mem_tenant",
-    "user": "mem_user",
-    "agent": "mem_agent",
-    "session": "mem_session",
-    "run": "mem_run",
-}
-_INDEXES = {
-    "fragment_id": "keyword",
-    **{key: "keyword" for key in _SCOPE_KEYS.values()},
-    "forgotten": "integer",
-    "merged": "integer",
-    "is_insight": "integer",
-    "created_ms": "integer",
-    "last_accessed_ts": "float",
-}
-#: Scope keys a dense search is narrowed by in the engine (``narrow_by`` of
-#: :meth:`QdrantVectorStore.search`), the most selective first.
-_NARROW_ORDER = ("mem_run", "mem_session", "mem_agent", "mem_user", "mem_tenant")
 #: Fragment ids per filtered delete when chasing insights derived from forgotten ones.
 _ID_BATCH = 256
-
-
-@dataclass(frozen=True)
-class _Ranked:
-    """A candidate of a read with its score parts (``score = similarity + recency + importance``)."""
-
-    score: float
-    hit: Hit
-    similarity: float
-    recency: float
-    importance: float
-
-
-@dataclass(frozen=True)
-class ScoredFragment:
-    """A fragment returned by :meth:`LongTermMemory.search` with its score's parts.
-
-    ``score == similarity + recency + importance``; what ``similarity`` is depends on
-    the read's mode (see :mod:`offprompt.longterm.long_term`): a calibrated fused score
-    in ``[0, 1]`` for ``"hybrid"`` and ``"sparse"``, the cosine for ``"dense"``.
-    """
-
-    fragment: MemoryFragment
-    score: float
-    similarity: float
-    recency: float
-    importance: float
 
 
 def _now() -> datetime:
@@ -260,7 +221,7 @@ class LongTermMemory:
         self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
         self.retention = retention
         self.tokenizer: Tokenizer = tokenizer or default_tokenizer()
-        for key, kind in _INDEXES.items():
+        for key, kind in INDEXES.items():
             self.store.create_payload_index(key, kind)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
@@ -281,7 +242,7 @@ class LongTermMemory:
 
     @staticmethod
     def _scope_filter(scope: Scope) -> dict[str, Any]:
-        return {_SCOPE_KEYS[k]: v for k, v in scope.fields().items()}
+        return scope_filter(scope)
 
     def _live_filter(self, scope: Scope | None, *, include_insights: bool = True) -> dict[str, Any]:
         flt: dict[str, Any] = {"forgotten": 0, "merged": 0}
@@ -322,69 +283,11 @@ class LongTermMemory:
         return list(fragments)
 
     def _records(self, fragments: Sequence[MemoryFragment]) -> list[VectorRecord]:
-        """The points of ``fragments``; each observation is tokenised once, for the token
-        count and (when the store's BM25 encoder shares this tokenizer) its sparse vector."""
-        encoder = self.store.sparse_encoder
-        if isinstance(encoder, BM25WordEncoder):
-            texts = [f.observation for f in fragments]
-            return [
-                self._record(f, self.tokenizer.count(f.observation), sparse)
-                for f, sparse in zip(fragments, encoder.encode_documents(texts), strict=True)
-            ]
-        if encoder is None or cast(object, encoder.tokenizer) is not self.tokenizer:
-            return [self._record(f, self.tokenizer.count(f.observation), None) for f in fragments]
-        ids = [encoder.tokenizer.encode(f.observation) for f in fragments]
-        return [
-            self._record(f, len(tokens), sparse)
-            for f, tokens, sparse in zip(fragments, ids, encoder.encode_id_lists(ids), strict=True)
-        ]
-
-    def _record(
-        self, fragment: MemoryFragment, tokens: int, sparse: SparseVector | None
-    ) -> VectorRecord:
-        payload: dict[str, Any] = {
-            "fragment_id": fragment.id,
-            "importance": float(fragment.importance or 0.0),
-            "is_insight": int(fragment.is_insight),
-            "created_ms": int(fragment.created_at.timestamp() * 1000),
-            "last_accessed_ts": fragment.accessed_at.timestamp(),
-            "forgotten": 0,
-            "merged": 0,
-            "tokens": tokens,
-            "meta": fragment.meta,
-        }
-        payload.update(self._scope_filter(fragment.scope))
-        return VectorRecord(
-            id=fragment.id,
-            text=fragment.observation,
-            payload=payload,
-            vector=fragment.embedding,
-            sparse=sparse,
-        )
-
-    @staticmethod
-    def _fragment(
-        record_id: str, text: str, payload: Mapping[str, Any], accessed: datetime | None = None
-    ) -> MemoryFragment:
-        scope = Scope(
-            **{k: payload[v] for k, v in _SCOPE_KEYS.items() if payload.get(v) is not None}
-        )
-        return MemoryFragment(
-            id=record_id,
-            observation=text,
-            importance=float(payload.get("importance", 0.0)),
-            is_insight=bool(payload.get("is_insight", False)),
-            last_accessed_at=accessed
-            or datetime.fromtimestamp(float(payload["last_accessed_ts"]), tz=timezone.utc),
-            scope=scope,
-            meta=dict(payload.get("meta") or {}),
-        )
+        return to_records(fragments, self.store.sparse_encoder, self.tokenizer)
 
     @staticmethod
     def _mode(mode: object) -> SearchMode:
-        if mode == "hybrid" or mode == "dense" or mode == "sparse":
-            return mode
-        raise ValidationError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}")
+        return check_mode(mode)
 
     def _read_mode(self, mode: SearchMode | None) -> SearchMode:
         """The mode a read uses: ``mode`` or the memory's, ``"dense"`` without sparse vectors."""
@@ -395,65 +298,6 @@ class LongTermMemory:
             return "dense"
         return chosen
 
-    @staticmethod
-    def _narrow_by(flt: Mapping[str, Any], retriever: SearchMode) -> str | None:
-        """The scope key a dense search is narrowed by (see ``QdrantVectorStore.search``)."""
-        if retriever != "dense":
-            return None
-        return next((key for key in _NARROW_ORDER if key in flt), None)
-
-    @staticmethod
-    def _first_mode(mode: SearchMode) -> SearchMode:
-        """The retriever that picks the feedback fragments (BM25 unless dense-only)."""
-        return "dense" if mode == "dense" else "sparse"
-
-    @staticmethod
-    def _queries(
-        observation: str, first: list[Hit], mode: SearchMode
-    ) -> list[tuple[str, SearchMode, list[str]]]:
-        """The rankings a read fuses: ``(query text, retriever, feedback texts)`` each."""
-        feedback = [hit.text for hit in first]
-        if mode == "hybrid":
-            return [(observation, "dense", []), (observation, "sparse", feedback)]
-        if mode == "dense":  # no BM25 to widen: the dense query reads the texts too
-            return [("\n".join([observation, *feedback]), mode, [])]
-        return [(observation, mode, feedback)]
-
-    def _candidates(
-        self, rankings: list[list[Hit]], mode: SearchMode, pool: int
-    ) -> list[tuple[Hit, float]]:
-        """The pool with each candidate's ``similarity`` (see the module docs)."""
-        if mode == "dense":
-            return [(hit, hit.score) for hit in rankings[0]]
-        weights = self.store.fusion_weights if mode == "hybrid" else (1.0,)
-        return fuse(rankings, weights, key=lambda hit: hit.id)[:pool]
-
-    def _rank(self, candidates: list[tuple[Hit, float]], now: datetime) -> list[_Ranked]:
-        """Every candidate with its score parts, best first."""
-        scored = []
-        now_ts = now.timestamp()
-        for hit, similarity in candidates:
-            hours = max(0.0, (now_ts - float(hit.payload["last_accessed_ts"])) / 3600.0)
-            recency = (1.0 - self.decay_rate) ** hours
-            importance = float(hit.payload.get("importance", 0.0))
-            scored.append(
-                _Ranked(similarity + recency + importance, hit, similarity, recency, importance)
-            )
-        scored.sort(key=lambda t: (-t.score, t.hit.id))
-        return scored
-
-    def _rescore(self, ranked: list[_Ranked], k: int, now: datetime) -> list[ScoredFragment]:
-        return [
-            ScoredFragment(
-                fragment=self._fragment(r.hit.id, r.hit.text, r.hit.payload, accessed=now),
-                score=r.score,
-                similarity=r.similarity,
-                recency=r.recency,
-                importance=r.importance,
-            )
-            for r in ranked[:k]
-        ]
-
     def _pool(self, observation: str, k: int) -> int:
         if not isinstance(observation, str) or not observation.strip():
             raise ValidationError("observation (the read query) must be a non-empty str")
@@ -462,65 +306,49 @@ class LongTermMemory:
         return max(k * self.candidate_factor, self.min_candidates)
 
     def _tokens(self, text: str, payload: Mapping[str, Any]) -> int:
-        stored = payload.get("tokens")
-        if isinstance(stored, int) and not isinstance(stored, bool):
-            return stored
-        return self.tokenizer.count(text)
+        return stored_tokens(text, payload, self.tokenizer)
 
-    def _emit_read(
+    def _plan(
         self,
         observation: str,
         k: int,
-        pool: int,
-        scope: Scope,
+        scope: Scope | None,
         include_insights: bool,
-        ranked: list[_Ranked],
-        mode: SearchMode,
-    ) -> None:
-        def entry(r: _Ranked) -> dict[str, Any]:
-            return {
-                "id": r.hit.id,
-                "score": r.score,
-                "similarity": r.similarity,
-                "recency": r.recency,
-                "importance": r.importance,
-                "is_insight": bool(r.hit.payload.get("is_insight")),
-                "tokens": self._tokens(r.hit.text, r.hit.payload),
-            }
-
-        included = [entry(item) for item in ranked[:k]]
-        dropped = [{**entry(item), "reason": f"ranked below the top {k}"} for item in ranked[k:]]
-        scores: dict[str, float] = {}
-        for item in included:
-            for part in ("similarity", "recency", "importance"):
-                scores[f"{item['id']}.{part}"] = float(item[part])
-        excluded = ["other scopes", "forgotten", "merged"]
-        if not include_insights:
-            excluded.append("insights")
-        emit_safely(
-            self.tracer,
-            TraceEvent(
-                "longterm_read",
-                session_id=scope.session,
-                scope=scope.fields(),
-                tokens=sum(int(item["tokens"]) for item in included),
-                scores=scores,
-                included=included,
-                dropped=dropped,
-                detail={
-                    "query": observation[:200],
-                    "k": k,
-                    "pool": pool,
-                    "candidates": len(ranked),
-                    "returned": len(included),
-                    "namespace": self.namespace,
-                    "decay_rate": self.decay_rate,
-                    "mode": mode,
-                    "feedback": self.feedback,
-                    "filtered_in_store": excluded,
-                },
-            ),
+        mode: SearchMode | None,
+    ) -> ReadPlan:
+        """What a read queries and how it ranks (validates its arguments)."""
+        pool = self._pool(observation, k)
+        resolved = self._scope(scope)
+        flt = self._live_filter(scope, include_insights=include_insights)
+        return ReadPlan(
+            observation=observation,
+            k=k,
+            pool=pool,
+            scope=resolved,
+            filter=flt,
+            mode=self._read_mode(mode),
+            include_insights=include_insights,
+            feedback=self.feedback,
         )
+
+    def _settle(
+        self, plan: ReadPlan, rankings: list[list[Hit]]
+    ) -> tuple[list[Ranked], list[ScoredFragment], datetime]:
+        """The ranked pool of a read, its best ``k`` and the "now" they were read at."""
+        now = self.now()
+        pooled = candidates(rankings, plan.mode, plan.pool, self.store.fusion_weights)
+        ranked = rank(pooled, now, self.decay_rate)
+        return ranked, scored_fragments(ranked, plan.k, now), now
+
+    def _emit_read(self, plan: ReadPlan, ranked: list[Ranked]) -> None:
+        event = read_event(
+            plan,
+            ranked,
+            tokens=lambda hit: self._tokens(hit.text, hit.payload),
+            namespace=self.namespace,
+            decay_rate=self.decay_rate,
+        )
+        emit_safely(self.tracer, event)
 
     def _emit_write(
         self, written: Sequence[MemoryFragment], records: Sequence[VectorRecord]
@@ -616,44 +444,20 @@ class LongTermMemory:
         access times alone; ``mode`` overrides the memory's mode for this read.
         Emits a ``longterm_read`` trace event.
         """
-        pool = self._pool(observation, k)
-        resolved = self._scope(scope)
-        flt = self._live_filter(scope, include_insights=include_insights)
-        chosen = self._read_mode(mode)
-        first = (
-            self.store.search(
-                self.namespace,
-                observation,
-                top_n=self.feedback,
-                filter=flt,
-                mode=self._first_mode(chosen),
-                narrow_by=self._narrow_by(flt, self._first_mode(chosen)),
-            )
-            if self.feedback
-            else []
-        )
+        plan = self._plan(observation, k, scope, include_insights, mode)
+        first_query = plan.first_query()
+        first = self.store.search(self.namespace, observation, **first_query) if first_query else []
         rankings = [
-            self.store.search(
-                self.namespace,
-                text,
-                top_n=pool,
-                filter=flt,
-                mode=retriever,
-                narrow_by=self._narrow_by(flt, retriever),
-                feedback=feedback,
-            )
-            for text, retriever, feedback in self._queries(observation, first, chosen)
+            self.store.search(self.namespace, text, **query) for text, query in plan.queries(first)
         ]
-        now = self.now()
-        ranked = self._rank(self._candidates(rankings, chosen, pool), now)
-        result = self._rescore(ranked, k, now)
+        ranked, result, now = self._settle(plan, rankings)
         if touch and result:
             self.store.set_payload(
                 self.namespace,
                 [r.fragment.id for r in result],
                 {"last_accessed_ts": now.timestamp()},
             )
-        self._emit_read(observation, k, pool, resolved, include_insights, ranked, chosen)
+        self._emit_read(plan, ranked)
         return result
 
     def read(
@@ -692,46 +496,25 @@ class LongTermMemory:
         mode: SearchMode | None = None,
     ) -> list[ScoredFragment]:
         """Async twin of :meth:`search`."""
-        pool = self._pool(observation, k)
-        resolved = self._scope(scope)
-        flt = self._live_filter(scope, include_insights=include_insights)
-        chosen = self._read_mode(mode)
+        plan = self._plan(observation, k, scope, include_insights, mode)
+        first_query = plan.first_query()
         first = (
-            await self.store.asearch(
-                self.namespace,
-                observation,
-                top_n=self.feedback,
-                filter=flt,
-                mode=self._first_mode(chosen),
-                narrow_by=self._narrow_by(flt, self._first_mode(chosen)),
-            )
-            if self.feedback
+            await self.store.asearch(self.namespace, observation, **first_query)
+            if first_query
             else []
         )
         rankings = [
-            await self.store.asearch(
-                self.namespace,
-                text,
-                top_n=pool,
-                filter=flt,
-                mode=retriever,
-                narrow_by=self._narrow_by(flt, retriever),
-                feedback=feedback,
-            )
-            for text, retriever, feedback in self._queries(observation, first, chosen)
+            await self.store.asearch(self.namespace, text, **query)
+            for text, query in plan.queries(first)
         ]
-        now = self.now()
-        ranked = self._rank(self._candidates(rankings, chosen, pool), now)
-        result = self._rescore(ranked, k, now)
+        ranked, result, now = self._settle(plan, rankings)
         if touch and result:
             await self.store.aset_payload(
                 self.namespace,
                 [r.fragment.id for r in result],
                 {"last_accessed_ts": now.timestamp()},
             )
-        await asyncio.to_thread(
-            self._emit_read, observation, k, pool, resolved, include_insights, ranked, chosen
-        )
+        await asyncio.to_thread(self._emit_read, plan, ranked)
         return result
 
     async def aread(
@@ -762,7 +545,7 @@ class LongTermMemory:
                 f"no fragment {fragment_id!r} in long-term memory {self.namespace!r}"
             )
         r = found[0]
-        return self._fragment(r.id, r.text, r.payload)
+        return to_fragment(r.id, r.text, r.payload)
 
     def fragments(
         self, *, scope: Scope | None = None, include_inactive: bool = False
@@ -773,7 +556,7 @@ class LongTermMemory:
             flt.update({"forgotten": 0, "merged": 0})
         records = self.store.scroll(self.namespace, filter=flt)
         records.sort(key=lambda r: r.id)  # ids are time-ordered, also within one millisecond
-        return [self._fragment(r.id, r.text, r.payload) for r in records]
+        return [to_fragment(r.id, r.text, r.payload) for r in records]
 
     def count(self, *, scope: Scope | None = None, include_inactive: bool = False) -> int:
         """How many fragments ``scope`` holds: live ones (not forgotten, not merged), or all."""
@@ -961,7 +744,7 @@ class LongTermMemory:
         flt = self._live_filter(scope, include_insights=False)
         records = self.store.scroll(self.namespace, filter=flt)
         records.sort(key=lambda r: r.id)
-        return [self._fragment(r.id, r.text, r.payload) for r in records[-recent:]]
+        return [to_fragment(r.id, r.text, r.payload) for r in records[-recent:]]
 
     @staticmethod
     def _by_scope(fragments: Sequence[MemoryFragment]) -> list[list[MemoryFragment]]:
