@@ -21,8 +21,8 @@ from offprompt.errors import (
     RangeError,
     ValidationError,
 )
-from offprompt.task_memory import REFERENCE_TEMPLATE, OutputStats, TaskMemory, render_card
-from offprompt.task_memory.card import sniff_kind
+from offprompt.task_memory import REFERENCE_TEMPLATE, OutputStats, TaskMemory
+from offprompt.task_memory.card import render_card, sniff_kind
 
 
 @pytest.fixture

@@ -100,10 +100,11 @@ from offprompt.longterm.scoring import (
     ImportanceScorer,
     InsightExtractor,
 )
+from offprompt.names import validate_namespace
 from offprompt.retention import RetentionPolicy
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
-from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
+from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
 from offprompt.vectors._backends import RRF_K
 from offprompt.vectors.sparse import BM25WordEncoder, SparseVector
 from offprompt.vectors.store import SearchMode

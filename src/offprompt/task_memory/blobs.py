@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from offprompt.errors import NamespaceError, NotFoundError, StorageError, ValidationError
-from offprompt.vectors.names import validate_namespace
+from offprompt.names import validate_namespace
 
 if TYPE_CHECKING:
     from offprompt.scope import Scope

@@ -66,6 +66,7 @@ from offprompt.errors import (
     StorageMismatchError,
     ValidationError,
 )
+from offprompt.names import validate_namespace
 from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import BaseStore
@@ -100,7 +101,7 @@ from offprompt.task_memory.storage import (
 from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
-from offprompt.vectors import QdrantVectorStore, validate_namespace
+from offprompt.vectors import QdrantVectorStore
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
 

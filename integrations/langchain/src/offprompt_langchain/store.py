@@ -74,7 +74,8 @@ from langgraph.store.base import (
 )
 
 from offprompt.errors import ValidationError
-from offprompt.vectors import QdrantVectorStore, VectorRecord, validate_namespace
+from offprompt.names import validate_namespace
+from offprompt.vectors import QdrantVectorStore, VectorRecord
 from offprompt.vectors.records import Range
 from offprompt.vectors.records import VectorRecord as _Record
 
