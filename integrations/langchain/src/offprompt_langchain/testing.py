@@ -97,10 +97,12 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def calls(self) -> list[list[BaseMessage]]:
+        """Every input received, in order (a copy of each message list)."""
         return self._calls
 
     @property
     def bound_tools(self) -> list[list[str]]:
+        """The tool names bound for each call (``[]`` when none)."""
         return self._tools
 
     def chars_sent(self) -> int:
