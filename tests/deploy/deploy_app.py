@@ -14,7 +14,7 @@ Two endpoints, one per framework, each running one turn of a thread:
   wrapper, the memory tools and :class:`~offprompt_llamaindex.OffpromptMemory`.
 
 The model is **not** a language model: it is a scripted fake (``PolicyChatModel`` here,
-the LlamaIndex tests' ``ScriptedFunctionLLM`` there) whose reply is a pure function of
+``offprompt_llamaindex.testing.ScriptedFunctionLLM`` there) whose reply is a pure function of
 the messages it is shown, so any worker gives the same reply to the same thread. A user
 turn is a JSON command (``{"op": ..., "source": ..., "args": {...}}``): ``fetch_log`` and
 ``log_events`` call the tool of that name (whose large output goes off-prompt), a memory
@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -49,13 +48,11 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage
 from offprompt_langchain import OffpromptMiddleware, OffpromptSaver
 from offprompt_llamaindex import OffpromptMemory, TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.testing import ScriptedFunctionLLM
+from offprompt_llamaindex.testing import tool_call as li_tool_call
 from pydantic import BaseModel
 
 from offprompt.task_memory import TaskMemory
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations/llamaindex/tests"))
-from li_scripted import ScriptedFunctionLLM
-from li_scripted import tool_call as li_tool_call
 
 LOG = Path(__file__).with_name("data") / "HDFS_800.log"
 REFERENCE = re.compile(
