@@ -17,18 +17,22 @@ $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llam
 
 setup: $(STAMP)
 
-# The HTML session page is tested in a real headless Chromium (Debian's package).
+# The HTML session page is tested in a real headless Chromium (Debian's package). As root
+# (.ci/run) a missing one is installed; otherwise the browser tests skip, saying why.
 BROWSER_STAMP := $(VENV)/.chromium-stamp
 $(BROWSER_STAMP): $(STAMP)
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || { echo "make test needs chromium for the HTML page test: run 'apt-get install chromium' as root"; exit 1; }
-	touch $@
+	@if command -v chromium >/dev/null; then touch $@; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null && touch $@; \
+	else echo "warning: chromium is not installed, so the browser tests will skip: run 'apt-get install chromium' as root"; fi
 
 # PostgresStore is tested against a throwaway cluster (tests/postgres_testing.py) made
 # with the server binaries of Debian's package; the cluster itself is never started here.
+# As root (.ci/run) missing binaries are installed; otherwise those tests skip, saying why.
 PG_STAMP := $(VENV)/.postgresql-stamp
 $(PG_STAMP): $(STAMP)
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -n "$$OFFPROMPT_PG_BIN" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } || { echo "make test needs the PostgreSQL server binaries for the PostgresStore tests: run 'apt-get install postgresql' as root (or set OFFPROMPT_PG_BIN to a bin/ holding initdb and pg_ctl)"; exit 1; }
-	touch $@
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -n "$$OFFPROMPT_PG_BIN" ]; then touch $@; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null && touch $@; \
+	else echo "warning: the PostgreSQL server binaries are not installed, so the PostgresStore tests will skip: run 'apt-get install postgresql' as root (or set OFFPROMPT_PG_BIN to a bin/ holding initdb and pg_ctl)"; fi
 
 test: setup $(BROWSER_STAMP) $(PG_STAMP)
 	$(BIN)/python -m pytest -n 2
@@ -41,6 +45,7 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/offprompt
 	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
+	$(BIN)/python scripts/check_source.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site-lint
 
 format: setup

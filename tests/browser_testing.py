@@ -15,11 +15,20 @@ from pathlib import Path
 from typing import Any
 
 
-def chromium() -> str:
+def find_chromium() -> str | None:
+    """The path of the ``chromium`` (or ``chromium-browser``) command, or ``None``."""
     for name in ("chromium", "chromium-browser"):
         path = shutil.which(name)
         if path:
             return path
+    return None
+
+
+def chromium() -> str:
+    """The path of ``chromium``; AssertionError saying how to install it when missing."""
+    path = find_chromium()
+    if path:
+        return path
     raise AssertionError(
         "chromium is not installed: run `apt-get install -y chromium` (make test does)"
     )

@@ -75,6 +75,7 @@ def _uv() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # builds a virtualenv and installs the core into it
 def test_a_fresh_environment_with_only_the_core_works(tmp_path: Path) -> None:
     """Like smolagents' ``tests/test_import.py``: install the core alone, then use it.
 

@@ -59,6 +59,8 @@ def served(site: Path) -> Iterator[str]:
         server.wait(timeout=10)
 
 
+@pytest.mark.browser
+@pytest.mark.timeout(900)
 def test_a_page_renders_with_its_navigation_and_code(served: str, tmp_path: Path) -> None:
     dom = dump_dom(f"{served}/guides/langchain/", tmp_path / "profile")
     assert "<h1" in dom and "LangChain</h1>" in re.sub(r"<a [^>]*>.*?</a>", "", dom)
@@ -76,6 +78,8 @@ def test_a_page_renders_with_its_navigation_and_code(served: str, tmp_path: Path
     assert dom.count('class="highlight"') >= 3  # the code blocks were highlighted
 
 
+@pytest.mark.browser
+@pytest.mark.timeout(900)
 def test_the_api_reference_is_generated_from_docstrings(served: str, tmp_path: Path) -> None:
     dom = dump_dom(f"{served}/reference/offprompt/", tmp_path / "profile")
     # a class, its docstring's first line and a method of it, rendered by mkdocstrings
@@ -84,6 +88,8 @@ def test_the_api_reference_is_generated_from_docstrings(served: str, tmp_path: P
     assert "doc-signature" in dom
 
 
+@pytest.mark.browser
+@pytest.mark.timeout(900)
 def test_search_finds_a_page(served: str, tmp_path: Path) -> None:
     browser = Browser(tmp_path / "profile")
     try:
@@ -159,6 +165,7 @@ def broken_links(site: Path, prefix: str = "/") -> list[str]:
     return broken
 
 
+@pytest.mark.timeout(900)
 def test_no_internal_link_is_broken(site: Path) -> None:
     assert len(list(site.rglob("*.html"))) >= 20
     broken = broken_links(site, site_prefix())

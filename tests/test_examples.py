@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.py") if not p.name.startswith("_"))
 
 
+@pytest.mark.timeout(600)  # each example may take its subprocess's 300 s under load
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "examples")))
 def test_example_runs(script: Path, tmp_path: Path) -> None:
     env = dict(os.environ, OFFPROMPT_HOME=str(tmp_path / "home"))

@@ -10,66 +10,45 @@ Run: python examples/llamaindex/chat_engine_restart.py
 3. The token limit: after many turns the model gets the system prompt plus the newest
    whole turns only, while every message stays stored.
 
-The LLM is a tiny scripted model (no network, no key): it answers "Who am I?" from the
-history it is given, which shows what memory reached it.
+The LLM is a tiny scripted model (``offprompt_llamaindex.testing.ScriptedFunctionLLM``;
+no network, no key): it answers "Who am I?" from the history it is given, which shows
+what memory reached it.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
-from typing import Any
 
-from llama_index.core.base.llms.types import (
-    ChatMessage,
-    ChatResponse,
-    CompletionResponse,
-    LLMMetadata,
-)
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.chat_engine import SimpleChatEngine
-from llama_index.core.llms import CustomLLM
 from offprompt_llamaindex import OffpromptMemory
+from offprompt_llamaindex.testing import ScriptedFunctionLLM
 
 from offprompt.stores import default_path
 
 SESSION = "example-chat"
 
 
-class EchoMemoryLLM(CustomLLM):
+def echo_memory(messages: list[ChatMessage]) -> str:
     """A scripted model: learns "I'm X" from the history it receives; no network."""
-
-    last_input: list[ChatMessage] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(context_window=4096, is_chat_model=True, model_name="scripted")
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        self.last_input = list(messages)
-        question = messages[-1].content or ""
-        if question.startswith("Who am I"):
-            names = [
-                m.content.split("I'm ", 1)[1].rstrip(".")
-                for m in messages
-                if m.role.value == "user" and "I'm " in (m.content or "")
-            ]
-            answer = f"You are {names[-1]}." if names else "I don't know yet."
-        elif "I'm " in question:
-            answer = f"Nice to meet you, {question.split(chr(39) + 'm ', 1)[1].rstrip('.')}."
-        else:
-            answer = f"Noted ({len(question.split())} words)."
-        return ChatResponse(message=ChatMessage(role="assistant", content=answer))
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text="(completion not used)")
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        yield self.complete(prompt)
+    question = messages[-1].content or ""
+    if question.startswith("Who am I"):
+        names = [
+            m.content.split("I'm ", 1)[1].rstrip(".")
+            for m in messages
+            if m.role.value == "user" and "I'm " in (m.content or "")
+        ]
+        return f"You are {names[-1]}." if names else "I don't know yet."
+    if "I'm " in question:
+        return f"Nice to meet you, {question.split(chr(39) + 'm ', 1)[1].rstrip('.')}."
+    return f"Noted ({len(question.split())} words)."
 
 
-def engine(token_limit: int = 2000) -> tuple[SimpleChatEngine, EchoMemoryLLM, OffpromptMemory]:
-    llm = EchoMemoryLLM()
+def engine(
+    token_limit: int = 2000,
+) -> tuple[SimpleChatEngine, ScriptedFunctionLLM, OffpromptMemory]:
+    llm = ScriptedFunctionLLM(script=[echo_memory], context_window=4096)
     memory = OffpromptMemory.from_defaults(session_id=SESSION, token_limit=token_limit)
     chat = SimpleChatEngine.from_defaults(
         llm=llm, memory=memory, system_prompt="You are a friendly assistant."
@@ -91,8 +70,7 @@ def second_process() -> None:
     print("-- restarted process --")
     print(f"user: Who am I?\nbot:  {chat.chat('Who am I?')}")
     print(
-        f"the model received {len(llm.last_input)} messages: "
-        f"{[m.role.value for m in llm.last_input]}"
+        f"the model received {len(llm.calls[-1])} messages: {[m.role.value for m in llm.calls[-1]]}"
     )
     assert str(chat.chat("Who am I, again?")).startswith("You are Ada Lovelace")
 
@@ -104,12 +82,12 @@ def token_limit_demo() -> None:
     print("-- after 20 more turns, token_limit=300 --")
     print(
         f"stored: {len(memory.get_all())} messages; "
-        f"sent to the model: {len(llm.last_input)} messages "
-        f"(system prompt kept: {llm.last_input[0].role.value == 'system'})"
+        f"sent to the model: {len(llm.calls[-1])} messages "
+        f"(system prompt kept: {llm.calls[-1][0].role.value == 'system'})"
     )
     window = memory.window()
     print(f"window: {window.tokens} tokens, {window.dropped} older messages left out")
-    assert window.tokens <= 300 and len(memory.get_all()) > len(llm.last_input)
+    assert window.tokens <= 300 and len(memory.get_all()) > len(llm.calls[-1])
 
 
 def main() -> None:

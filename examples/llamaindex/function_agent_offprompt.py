@@ -10,8 +10,9 @@ Run: python examples/llamaindex/function_agent_offprompt.py
    ``summarize_memory``; it asks for the clause it needs and gets a few hundred tokens.
 3. The whole exchange is in an ``OffpromptMemory`` session in the SQLite store.
 
-The model is a scripted function-calling LLM (no network, no key). It records what it
-receives, so the script can show how little of the document the model ever saw.
+The model is ``offprompt_llamaindex.testing.ScriptedFunctionLLM`` (no network, no key).
+It records what it receives, so the script can show how little of the document the model
+ever saw.
 """
 
 from __future__ import annotations
@@ -19,21 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
-from typing import Any
 
 from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.base.llms.types import (
-    ChatMessage,
-    ChatResponse,
-    CompletionResponse,
-    LLMMetadata,
-    ToolCallBlock,
-)
-from llama_index.core.llms.function_calling import FunctionCallingLLM
-from llama_index.core.llms.llm import ToolSelection
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from offprompt_llamaindex import OffpromptMemory, TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, tool_call
 
 from offprompt.stores import default_path
 from offprompt.task_memory import TaskMemory
@@ -53,103 +45,25 @@ def fetch_contract(contract_id: str) -> str:
     return filler[:cut] + CLAUSE + "\n" + filler[end:]
 
 
-class ScriptedAgentLLM(FunctionCallingLLM):
+def decide(messages: list[ChatMessage]) -> ChatMessage:
     """Plays the model: fetch, then query the stored output, then answer."""
-
-    inputs: list[list[ChatMessage]] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(
-            is_chat_model=True, is_function_calling_model=True, model_name="scripted"
+    last = messages[-1]
+    if last.role.value == "user":
+        return tool_call("fetch_contract", "c1", contract_id="ACME-7")
+    found = re.search(r'was stored in memory .* artifact_namespace "([^"]+)"', last.content or "")
+    if found:
+        return tool_call(
+            "query_memory",
+            "c2",
+            artifact_namespace=found.group(1),
+            query="terminate notice days",
+            top_n=1,
         )
-
-    def _decide(self, messages: Sequence[ChatMessage]) -> ChatMessage:
-        self.inputs.append(list(messages))
-        last = messages[-1]
-        if last.role.value == "user":
-            return self._call("fetch_contract", "c1", contract_id="ACME-7")
-        found = re.search(
-            r'was stored in memory .* artifact_namespace "([^"]+)"', last.content or ""
-        )
-        if found:
-            return self._call(
-                "query_memory",
-                "c2",
-                artifact_namespace=found.group(1),
-                query="terminate notice days",
-                top_n=1,
-            )
-        notice = re.search(r"terminate with (\d+ days)", last.content or "")
-        return ChatMessage(
-            role="assistant",
-            content=f"Either party may terminate with {notice.group(1) if notice else '?'} notice.",
-        )
-
-    @staticmethod
-    def _call(name: str, call_id: str, **kwargs: Any) -> ChatMessage:
-        return ChatMessage(
-            role="assistant",
-            blocks=[ToolCallBlock(tool_call_id=call_id, tool_name=name, tool_kwargs=kwargs)],
-        )
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return ChatResponse(message=self._decide(messages))
-
-    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return self.chat(messages)
-
-    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Any:
-        yield self.chat(messages)
-
-    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Any:
-        response = self.chat(messages)
-
-        async def gen() -> AsyncGenerator[ChatResponse, None]:
-            yield response
-
-        return gen()
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(
-            text=self.chat([ChatMessage(role="user", content=prompt)]).message.content or ""
-        )
-
-    async def acomplete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponse:
-        return self.complete(prompt)
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        yield self.complete(prompt)
-
-    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        response = self.complete(prompt)
-
-        async def gen() -> AsyncGenerator[CompletionResponse, None]:
-            yield response
-
-        return gen()
-
-    def _prepare_chat_with_tools(
-        self,
-        tools: Sequence[Any],
-        user_msg: Any = None,
-        chat_history: list[ChatMessage] | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        return {"messages": list(chat_history or [])}
-
-    def get_tool_calls_from_response(
-        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any
-    ) -> list[ToolSelection]:
-        return [
-            ToolSelection(
-                tool_id=b.tool_call_id or "", tool_name=b.tool_name, tool_kwargs=dict(b.tool_kwargs)
-            )
-            for b in response.message.blocks
-            if isinstance(b, ToolCallBlock)
-        ]
+    notice = re.search(r"terminate with (\d+ days)", last.content or "")
+    return ChatMessage(
+        role="assistant",
+        content=f"Either party may terminate with {notice.group(1) if notice else '?'} notice.",
+    )
 
 
 async def main() -> None:
@@ -159,7 +73,7 @@ async def main() -> None:
         offprompt_tool(fetch_contract, task_memory, min_tokens=1000),
         *TaskMemoryToolSpec(task_memory, max_output_tokens=700).to_tool_list(),
     ]
-    llm = ScriptedAgentLLM()
+    llm = ScriptedFunctionLLM(script=[decide])  # the last step repeats: it decides each turn
     agent = FunctionAgent(
         tools=tools, llm=llm, system_prompt="You answer questions about contracts."
     )
@@ -170,7 +84,7 @@ async def main() -> None:
     print(f"answer: {answer}")
 
     document = fetch_contract("ACME-7")
-    sent = [sum(len(json.dumps(m.model_dump(mode="json"))) for m in call) for call in llm.inputs]
+    sent = [sum(len(json.dumps(m.model_dump(mode="json"))) for m in call) for call in llm.calls]
     print(f"tool output: {len(document):,} characters; stored in {Path(home / 'task-memory')}")
     print(f"characters sent to the model per call: {sent}")
     for message in memory.get_all():

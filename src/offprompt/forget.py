@@ -34,7 +34,9 @@ class Forgettable(Protocol):
     refuses that unless ``all=True``, and then passes ``Scope()``).
     """
 
-    def forget(self, scope: Scope) -> int: ...
+    def forget(self, scope: Scope) -> int:
+        """Delete everything stored for ``scope``; how many records went."""
+        ...
 
 
 @dataclass
@@ -57,6 +59,7 @@ class StoreForgetResult:
 
     @property
     def total(self) -> int:
+        """Records deleted: every kind summed except ``sessions``."""
         return sum(v for k, v in self.deleted.items() if k != "sessions")
 
     @property
@@ -79,10 +82,12 @@ class ForgetReport:
 
     @property
     def total(self) -> int:
+        """Records deleted across every target."""
         return sum(r.total for r in self.results)
 
     @property
     def complete(self) -> bool:
+        """Whether every target forgot without an error."""
         return all(r.error is None for r in self.results)
 
     @property

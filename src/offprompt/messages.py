@@ -121,20 +121,24 @@ class Message(BaseModel):
     # -- convenience constructors -------------------------------------------------
     @classmethod
     def system(cls, content: Any, **fields: Any) -> Message:
+        """A system message."""
         return cls(role="system", content=content, **fields)
 
     @classmethod
     def user(cls, content: Any, **fields: Any) -> Message:
+        """A user message."""
         return cls(role="user", content=content, **fields)
 
     @classmethod
     def assistant(
         cls, content: Any = None, *, tool_calls: Sequence[ToolCall] = (), **fields: Any
     ) -> Message:
+        """An assistant message, optionally calling tools."""
         return cls(role="assistant", content=content, tool_calls=list(tool_calls), **fields)
 
     @classmethod
     def tool(cls, content: Any, *, tool_call_id: str, **fields: Any) -> Message:
+        """A tool's result for the call ``tool_call_id``."""
         return cls(role="tool", content=content, tool_call_id=tool_call_id, **fields)
 
     # -- views ----------------------------------------------------------------------
@@ -145,6 +149,7 @@ class Message(BaseModel):
 
     @property
     def images(self) -> list[ImageArtifact]:
+        """The image parts of the content."""
         return [p for p in self.content if isinstance(p, ImageArtifact)]
 
     # -- serialisation -------------------------------------------------------------
@@ -153,10 +158,12 @@ class Message(BaseModel):
         return self.model_dump(mode="json")
 
     def to_json(self) -> str:
+        """``to_dict()`` as a JSON string (non-ASCII kept as is)."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """Rebuild a message from ``to_dict()`` output; ``DeserializationError`` on a bad shape."""
         if not isinstance(data, Mapping):
             raise DeserializationError(
                 f"a message must be a JSON object, got {type(data).__name__}"
@@ -169,4 +176,5 @@ class Message(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Message:
+        """Rebuild a message from ``to_json()`` output."""
         return cls.from_dict(loads_json(text, what="message JSON"))

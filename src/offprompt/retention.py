@@ -120,6 +120,7 @@ class RetentionPolicy:
 
     @property
     def bounded(self) -> bool:
+        """Whether the policy limits anything (``max_age``, ``max_count`` or ``max_tokens`` set)."""
         return self._age is not None or self.max_count is not None or self.max_tokens is not None
 
 

@@ -46,7 +46,9 @@ class RunLike(Protocol):
     """What a summarizer needs of a conversation run: its messages, in order."""
 
     @property
-    def messages(self) -> Sequence[Message]: ...
+    def messages(self) -> Sequence[Message]:
+        """The run's messages, in order."""
+        ...
 
 
 @runtime_checkable
@@ -58,18 +60,26 @@ class Summarizer(Protocol):
     summary and retry those runs later.
     """
 
-    def summarize(self, previous: str | None, runs: Sequence[RunLike]) -> str: ...
+    def summarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
+        """The new running summary: ``previous`` (``None`` at first) with ``runs`` folded in."""
+        ...
 
-    async def asummarize(self, previous: str | None, runs: Sequence[RunLike]) -> str: ...
+    async def asummarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
+        """Async twin of :meth:`summarize`."""
+        ...
 
 
 @runtime_checkable
 class TextSummarizer(Protocol):
     """Condenses one text to at most ``max_tokens`` tokens (the summarizer's default if None)."""
 
-    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str: ...
+    def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        """A summary of ``text`` within ``max_tokens`` (the summarizer's own budget when ``None``)."""
+        ...
 
-    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str: ...
+    async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        """Async twin of :meth:`summarize_text`."""
+        ...
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
@@ -148,18 +158,26 @@ class ExtractiveSummarizer:
 
     @property
     def tokenizer(self) -> TokenCodec:
+        """The tokenizer that measures the budget (the default one unless given)."""
         if self._tokenizer is None:
             self._tokenizer = default_tokenizer()
         return self._tokenizer
 
     def summarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        """The sentences that best represent ``text`` (word centrality, specific facts favoured)
+        within ``max_tokens``; no model involved.
+        """
         sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
         return self._select(sentences, self.max_tokens if max_tokens is None else max_tokens)
 
     async def asummarize_text(self, text: str, *, max_tokens: int | None = None) -> str:
+        """Async twin of :meth:`summarize_text`."""
         return self.summarize_text(text, max_tokens=max_tokens)
 
     def summarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
+        """The sentences of ``previous`` and of the runs that best represent them (facts already
+        summarized favoured), within the budget.
+        """
         carried = [s.strip() for s in _SENTENCE.split(previous or "") if s.strip()]
         fresh: list[str] = []
         for run in runs:
@@ -173,6 +191,7 @@ class ExtractiveSummarizer:
         return self._select(carried + fresh, self.max_tokens, carried=set(carried))
 
     async def asummarize(self, previous: str | None, runs: Sequence[RunLike]) -> str:
+        """Async twin of :meth:`summarize`."""
         return self.summarize(previous, runs)
 
     def _select(self, sentences: list[str], budget: int, carried: set[str] = frozenset()) -> str:  # type: ignore[assignment]
@@ -311,6 +330,7 @@ class PromptedSummarizer(ABC):
 
     @property
     def tokenizer(self) -> TokenCodec:
+        """The tokenizer that measures prompts and the budget (the default one unless given)."""
         if self._tokenizer is None:
             self._tokenizer = default_tokenizer()
         return self._tokenizer

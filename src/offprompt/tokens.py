@@ -194,6 +194,7 @@ class TiktokenTokenizer:
         return f"TiktokenTokenizer({self.encoding_name!r})"
 
     def count(self, text: str) -> int:
+        """Tokens in ``text`` (special tokens counted as plain text)."""
         return len(self.encoding.encode_ordinary(text))
 
     def encode(self, text: str) -> list[int]:
@@ -201,9 +202,13 @@ class TiktokenTokenizer:
         return self.encoding.encode_ordinary(text)
 
     def decode(self, tokens: list[int]) -> str:
+        """The text of ``tokens``."""
         return self.encoding.decode(tokens)
 
     def count_message(self, message: Message) -> int:
+        """Tokens of ``message`` as a chat model is sent it: its parts plus the per-message
+        overhead.
+        """
         total = self.message_overhead
         if message.name:
             total += self.name_overhead + self.count(message.name)

@@ -157,7 +157,9 @@ class TraceEvent:
 class Tracer(Protocol):
     """Receives trace events. Must be fast; must not raise (errors are logged)."""
 
-    def emit(self, event: TraceEvent) -> None: ...
+    def emit(self, event: TraceEvent) -> None:
+        """Receive one trace event (a tracer that fails must not break the memory)."""
+        ...
 
 
 def emit_safely(tracer: Tracer | None, event: TraceEvent) -> None:
@@ -171,6 +173,7 @@ def emit_safely(tracer: Tracer | None, event: TraceEvent) -> None:
 
 
 def scope_fields(scope: Scope | None) -> dict[str, str]:
+    """The fields the scope sets, ``{name: value}`` (``{}`` for no scope)."""
     return {} if scope is None else scope.fields()
 
 
@@ -192,6 +195,7 @@ class InMemoryTracer:
         self._lock = threading.Lock()
 
     def emit(self, event: TraceEvent) -> None:
+        """Keep ``event``."""
         with self._lock:
             self._events.append(event)
 
@@ -201,6 +205,7 @@ class InMemoryTracer:
             return [e for e in self._events if kind is None or e.kind == kind]
 
     def clear(self) -> None:
+        """Forget every event kept so far."""
         with self._lock:
             self._events.clear()
 
@@ -221,6 +226,7 @@ class CallbackTracer:
         self.fn = fn
 
     def emit(self, event: TraceEvent) -> None:
+        """Call the function with ``event``."""
         self.fn(event)
 
 
@@ -231,6 +237,7 @@ class MultiTracer:
         self.tracers = list(tracers)
 
     def emit(self, event: TraceEvent) -> None:
+        """Hand ``event`` to each tracer in turn; one that fails does not stop the others."""
         for tracer in self.tracers:
             emit_safely(tracer, event)
 
@@ -254,6 +261,9 @@ class StoreTracer:
         self._lock = threading.Lock()
 
     def emit(self, event: TraceEvent) -> None:
+        """Add ``event`` to its session's trace in the store, keeping the newest ``maxlen`` (no
+        session: ignored).
+        """
         if event.session_id is None:
             return
         with self._lock:
@@ -421,6 +431,7 @@ class OpenTelemetryTracer:
         self.capture_content = capture_content
 
     def emit(self, event: TraceEvent) -> None:
+        """Export ``event`` as a GenAI ``gen_ai.memory.client`` span (content only when opted in)."""
         attributes = genai_memory_attributes(event, capture_content=self.capture_content)
         start = int(event.at * 1_000_000_000)
         span = self._tracer.start_span(

@@ -13,9 +13,10 @@ Two endpoints, one per framework, each running one turn of a thread:
 * ``POST /llamaindex/turn``: a LlamaIndex ``FunctionAgent`` with the offprompt tool
   wrapper, the memory tools and :class:`~offprompt_llamaindex.OffpromptMemory`.
 
-The model is **not** a language model: it is a scripted fake (``PolicyChatModel`` here,
-the LlamaIndex tests' ``ScriptedFunctionLLM`` there) whose reply is a pure function of
-the messages it is shown, so any worker gives the same reply to the same thread. A user
+The model is **not** a language model: it is a scripted fake
+(``offprompt_langchain.testing.ScriptedChatModel`` here,
+``offprompt_llamaindex.testing.ScriptedFunctionLLM`` there) whose reply is a pure
+function of the messages it is shown, so any worker gives the same reply to the same thread. A user
 turn is a JSON command (``{"op": ..., "source": ..., "args": {...}}``): ``fetch_log`` and
 ``log_events`` call the tool of that name (whose large output goes off-prompt), a memory
 tool op (``grep_memory``...) calls that tool on the reference the ``source`` tool left
@@ -30,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -39,23 +39,18 @@ from typing import Any
 
 from fastapi import FastAPI
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import tool
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage
 from offprompt_langchain import OffpromptMiddleware, OffpromptSaver
+from offprompt_langchain.testing import ScriptedChatModel
 from offprompt_llamaindex import OffpromptMemory, TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.testing import ScriptedFunctionLLM
+from offprompt_llamaindex.testing import tool_call as li_tool_call
 from pydantic import BaseModel
 
 from offprompt.task_memory import TaskMemory
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations/llamaindex/tests"))
-from li_scripted import ScriptedFunctionLLM
-from li_scripted import tool_call as li_tool_call
 
 LOG = Path(__file__).with_name("data") / "HDFS_800.log"
 REFERENCE = re.compile(
@@ -130,39 +125,20 @@ def _references(texts: Sequence[str]) -> dict[str, tuple[str, str]]:
     return found
 
 
-class PolicyChatModel(BaseChatModel):
-    """A scripted LangChain chat model (a fake, not an LLM): it replies with :func:`decide`."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "offprompt-deploy-policy"
-
-    def bind_tools(
-        self, tools: Sequence[dict[str, Any] | type | Any | BaseTool], **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(**kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        user = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
-        last = messages[-1]
-        step = decide(
-            user,
-            _references([m.text for m in messages if isinstance(m, ToolMessage)]),
-            last.text if isinstance(last, ToolMessage) else None,
-        )
-        if isinstance(step, str):
-            message = AIMessage(content=step)
-        else:
-            name, args = step
-            call = {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}"}
-            message = AIMessage(content="", tool_calls=[call])
-        return ChatResult(generations=[ChatGeneration(message=message)])
+def langchain_policy(messages: list[BaseMessage]) -> AIMessage | str:
+    """The LangChain model's reply (``ScriptedChatModel``'s default step): :func:`decide`."""
+    user = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
+    last = messages[-1]
+    step = decide(
+        user,
+        _references([m.text for m in messages if isinstance(m, ToolMessage)]),
+        last.text if isinstance(last, ToolMessage) else None,
+    )
+    if isinstance(step, str):
+        return step
+    name, args = step
+    call = {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}"}
+    return AIMessage(content="", tool_calls=[call])
 
 
 def llamaindex_policy(messages: list[ChatMessage]) -> ChatMessage | str:
@@ -216,7 +192,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     task_memory = TaskMemory(path=root / "task")
     saver = OffpromptSaver(path=str(root / "threads.db"))
     _state["langchain"] = create_agent(
-        PolicyChatModel(),
+        ScriptedChatModel(default=langchain_policy),
         [tool(fetch_log), tool(log_events)],
         middleware=[OffpromptMiddleware(task_memory, min_tokens=1000)],
         checkpointer=saver,

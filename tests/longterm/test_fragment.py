@@ -9,14 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from offprompt.errors import NamespaceError, ValidationError
-from offprompt.longterm import (
-    DiscardedMemoryFragments,
-    MemoryFragment,
-    Scope,
-    fragment_id_time,
-    merge_scopes,
-    new_fragment_id,
-)
+from offprompt.longterm import DiscardedMemoryFragments, MemoryFragment, Scope
+from offprompt.longterm.fragment import fragment_id_time, merge_scopes, new_fragment_id
 from offprompt.scope import Scope as CoreScope
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, 890000, tzinfo=timezone.utc)

@@ -11,9 +11,8 @@ from offprompt.longterm import (
     ImportanceScorer,
     InsightExtractor,
     MemoryFragment,
-    parse_insights,
-    parse_rating,
 )
+from offprompt.longterm.scoring import parse_insights, parse_rating
 
 
 def _f(text: str) -> MemoryFragment:

@@ -15,9 +15,8 @@ from offprompt.longterm import (
     Scope,
     SensoryMemory,
     ShortTermMemory,
-    cosine_similarity,
-    sigmoid,
 )
+from offprompt.longterm.short_term import cosine_similarity, sigmoid
 
 
 def _f(text: str, **kw: object) -> MemoryFragment:

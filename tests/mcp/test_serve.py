@@ -49,6 +49,7 @@ def one_namespace(home: Path, scope: Scope | None = None) -> str:
     return namespace
 
 
+@pytest.mark.timeout(600)  # the demo_home fixture runs the demo (up to 300 s)
 async def test_serve_reads_what_the_demo_stored(demo_home, call_memory):
     namespace = one_namespace(demo_home)
     async with connect(serve_command(demo_home)) as session:

@@ -29,14 +29,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from netns_testing import Host, Network, netns_unavailable, network
+from netns_testing import Host, Network, network
 from postgres_testing import Cluster, start_cluster
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from offprompt.stores import PostgresStore
 
-_WHY_NOT = netns_unavailable()
-pytestmark = pytest.mark.skipif(_WHY_NOT is not None, reason=f"no network namespaces: {_WHY_NOT}")
+pytestmark = [pytest.mark.netns, pytest.mark.postgres, pytest.mark.timeout(900)]
 
 WRITER = Path(__file__).with_name("writer.py")
 HOSTS = 4

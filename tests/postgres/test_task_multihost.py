@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netns_testing import Host, Network, netns_unavailable, network
+from netns_testing import Host, Network, network
 from postgres_testing import Cluster, start_cluster
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -33,7 +33,6 @@ _spec = importlib.util.spec_from_file_location("shared_worker", WORKER)
 assert _spec is not None and _spec.loader is not None
 worker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(worker)
-_WHY_NOT = netns_unavailable()
 BIG = 1_400_000  # lines: ~75 MB
 # The dead-peer timeouts of test_multihost.py (a cut link turns into an error in seconds).
 _mh_spec = importlib.util.spec_from_file_location(
@@ -96,6 +95,7 @@ def test_processes_share_one_postgres(postgres_dsn: str, tmp_path: Path) -> None
     assert after["p1"] == {"present": False} and "p1" not in after["namespaces"]
 
 
+@pytest.mark.timeout(900)
 def test_server_restart_mid_store(postgres_cluster: Cluster, postgres_dsn: str) -> None:
     cmd = [sys.executable, str(WORKER), f"pg:{postgres_dsn}"]
     finish(start([*cmd, "store", "kept", "500"]))
@@ -114,8 +114,6 @@ def test_server_restart_mid_store(postgres_cluster: Cluster, postgres_dsn: str) 
 
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[tuple[Network, Cluster]]:
-    if _WHY_NOT is not None:
-        pytest.skip(f"no network namespaces: {_WHY_NOT}")
     with network(3) as net:
         cluster = start_cluster(listen_addresses=net.server_address, settings=SERVER_SETTINGS)
         try:
@@ -130,6 +128,8 @@ def _dsn_for(net: Network, cluster: Cluster, host: Host) -> str:
     return make_conninfo(**params)
 
 
+@pytest.mark.netns
+@pytest.mark.timeout(900)
 def test_stored_on_host_a_read_on_b_and_c_and_a_cut_link(
     hosts: tuple[Network, Cluster],
 ) -> None:

@@ -17,6 +17,7 @@ import io
 import re
 from pathlib import Path
 
+import pytest
 from browser_testing import dump_dom
 from PIL import Image
 
@@ -24,6 +25,8 @@ from offprompt.artifacts import ImageArtifact
 from offprompt.messages import Message, ToolCall
 from offprompt.render import NamespaceInfo, render_html
 from offprompt.stores.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.browser
 
 PROBE = (
     "<script>window.addEventListener('load', () => {"

@@ -11,13 +11,8 @@ import pytest
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
-from offprompt.stores import (
-    InMemoryStore,
-    SQLiteStore,
-    open_store,
-    release_store,
-    shared_holders,
-)
+from offprompt.stores import InMemoryStore, SQLiteStore, open_store, release_store
+from offprompt.stores.shared import shared_holders
 
 
 def test_one_store_per_resolved_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,6 +110,7 @@ _CHILD = textwrap.dedent(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # waits up to 240 s for the index
 def test_sigkill_mid_index_then_reopen_loads_byte_identical_and_finishes(tmp_path: Path) -> None:
     root = tmp_path / "tm"
     script = tmp_path / "child.py"

@@ -21,8 +21,8 @@ from offprompt.errors import (
     RangeError,
     ValidationError,
 )
-from offprompt.task_memory import REFERENCE_TEMPLATE, OutputStats, TaskMemory, render_card
-from offprompt.task_memory.card import sniff_kind
+from offprompt.task_memory import REFERENCE_TEMPLATE, OutputStats, TaskMemory
+from offprompt.task_memory.card import render_card, sniff_kind
 
 
 @pytest.fixture
@@ -355,6 +355,7 @@ async def test_async_twins(memory: TaskMemory) -> None:
     assert "array[2]" in await memory.ajson_outline("aj")
 
 
+@pytest.mark.timeout(600)  # waits up to 240 s for the index
 def test_a_single_line_of_megabytes_is_bounded_everywhere_and_stays_intact() -> None:
     # The case is 100 MB on one line (benchmarks/bench_reference.py --single-line-mb
     # runs it); 1.7 MB already spans two tokenisation segments and many TextView blocks.

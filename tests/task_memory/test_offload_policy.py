@@ -6,6 +6,7 @@ import pytest
 
 from offprompt.artifacts import BlobArtifact
 from offprompt.errors import ValidationError
+from offprompt.names import validate_namespace
 from offprompt.render.references import find_references
 from offprompt.task_memory import BlobArtifactStorage, InMemoryBlobStore, TaskMemory
 from offprompt.task_memory.offload import (
@@ -16,7 +17,6 @@ from offprompt.task_memory.offload import (
     StoredReference,
     bound_text,
 )
-from offprompt.vectors import validate_namespace
 
 LOG = "".join(f"line {i}: request {i} served in {i % 90} ms\n" for i in range(2000))
 

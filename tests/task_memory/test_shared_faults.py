@@ -79,6 +79,7 @@ def _run(path: Path, mode: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("tmpfs", ["160m"], indirect=True)
+@pytest.mark.timeout(900)  # several subprocesses of up to 300 s
 def test_a_full_disk_refuses_the_store_and_keeps_what_was_committed(tmpfs: Path) -> None:
     filled = _run(tmpfs / "tm", "fill")
     assert "error" in filled and "could not store" in str(filled["error"])  # a clear refusal
@@ -91,6 +92,7 @@ def test_a_full_disk_refuses_the_store_and_keeps_what_was_committed(tmpfs: Path)
 
 
 @pytest.mark.parametrize("tmpfs", ["320m"], indirect=True)
+@pytest.mark.timeout(900)  # several subprocesses of up to 300 s
 def test_a_read_only_directory_is_a_clear_error_and_loses_nothing(tmpfs: Path) -> None:
     assert _run(tmpfs / "tm", "write")["stored"] is True
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)

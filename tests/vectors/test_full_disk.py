@@ -72,6 +72,7 @@ def _run(path: Path, mode: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("tmpfs", ["16m"], indirect=True)
+@pytest.mark.timeout(900)  # several subprocesses of up to 300 s
 def test_opening_on_a_nearly_full_disk_raises_instead_of_dying(tmpfs: Path) -> None:
     done = _run(tmpfs / "tm", "open")
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # 135 was SIGBUS
@@ -79,6 +80,7 @@ def test_opening_on_a_nearly_full_disk_raises_instead_of_dying(tmpfs: Path) -> N
 
 
 @pytest.mark.parametrize("tmpfs", ["96m"], indirect=True)
+@pytest.mark.timeout(900)  # several subprocesses of up to 300 s
 def test_ingest_until_the_disk_is_full_raises_and_keeps_what_was_stored(tmpfs: Path) -> None:
     done = _run(tmpfs / "tm", "ingest")
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7 was SIGBUS

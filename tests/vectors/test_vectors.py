@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from offprompt.errors import NamespaceError, StorageError, ValidationError
+from offprompt.names import validate_namespace
 from offprompt.vectors import (
     BM25SparseEncoder,
     Embedder,
@@ -20,7 +21,6 @@ from offprompt.vectors import (
     Range,
     VectorRecord,
     point_id,
-    validate_namespace,
 )
 
 DOCS = {

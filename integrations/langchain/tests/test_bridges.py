@@ -217,7 +217,8 @@ def test_the_prompt_states_the_budget_and_carries_the_text(recording_model: Any)
         "Node 7 ran out of disk. Backups failed twice.", max_tokens=30
     )
     assert result == "Summary: Node 7 ran out of disk. Backups failed"
-    ((mode, prompt),) = recording_model.calls
+    (prompt,) = recording_model.calls
+    (mode,) = recording_model.modes
     assert mode == "sync"
     assert prompt[0].type == "system" and "30 tokens" in prompt[0].text
     assert prompt[1].text == "Node 7 ran out of disk. Backups failed twice."
@@ -239,12 +240,12 @@ def test_long_texts_are_split_into_prompts_that_fit(make_recording_model: Any) -
     tokenizer = default_tokenizer()
     map_calls = model.calls[:-1]
     assert len(map_calls) > 10
-    for _, prompt in model.calls:
+    for prompt in model.calls:
         assert tokenizer.count(prompt[0].text) + tokenizer.count(prompt[1].text) <= 1000
     # Every character of the text went to the model exactly once. ``batch`` runs the
     # parts in threads, so they are recorded in any order: put them back by their label.
     labelled = {}
-    for _, prompt in map_calls:
+    for prompt in map_calls:
         header, body = prompt[1].text.split(":\n\n", 1)
         index, total = re.match(r"Part (\d+) of (\d+)", header).groups()  # type: ignore[union-attr]
         assert int(total) == len(map_calls)
@@ -265,7 +266,7 @@ async def test_async_summaries_never_take_the_sync_path(make_recording_model: An
         ),
     )
     assert summary.startswith("Summary:") and folded.startswith("Summary:")
-    assert model.calls and {mode for mode, _ in model.calls} == {"async"}
+    assert model.calls and set(model.modes) == {"async"}
 
 
 def test_summarize_runs_builds_a_transcript(recording_model: Any) -> None:
@@ -284,7 +285,7 @@ def test_summarize_runs_builds_a_transcript(recording_model: Any) -> None:
         ),
     ]
     summarizer.summarize("The user runs a cluster.", runs)
-    ((_, prompt),) = recording_model.calls
+    (prompt,) = recording_model.calls
     transcript = prompt[1].text
     assert transcript.startswith("Previous summary:\nThe user runs a cluster.")
     for line in (
@@ -320,7 +321,7 @@ def test_summary_memory_folds_runs_with_the_langchain_summarizer(
     for question in ("The launch code is 7431.", "What colour is the sky?", "And the grass?"):
         memory.add_messages([Message.user(question), Message.assistant("Noted.")])
     assert memory.summary is not None and memory.summary.startswith("Summary:")
-    assert any("7431" in prompt[1].text for _, prompt in recording_model.calls)
+    assert any("7431" in prompt[1].text for prompt in recording_model.calls)
     assert len(memory.messages()) == 6  # raw history stays stored
 
 

@@ -1,7 +1,7 @@
 """LangGraph threads ⇄ offprompt sessions, with a real ``create_agent`` agent.
 
-The only fake is the chat model: a scripted ``GenericFakeChatModel`` (LangChain's own
-fake) that returns a tool call, then answers; it records the messages each call got.
+The only fake is the chat model: ``offprompt_langchain.testing.ScriptedChatModel``, which
+returns a tool call, then answers; it records the messages each call got.
 Checkpointers are real: ``InMemorySaver`` and ``SqliteSaver`` on a file.
 """
 
@@ -14,10 +14,8 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
-    BaseMessage,
     HumanMessage,
     ToolMessage,
     messages_to_dict,
@@ -32,24 +30,12 @@ from offprompt_langchain.langgraph_threads import (
     messages_to_thread,
     thread_to_messages,
 )
+from offprompt_langchain.testing import ScriptedChatModel
 
 from offprompt.errors import NotFoundError, ValidationError
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
 from offprompt.stores.sqlite import SQLiteStore
-
-
-class ScriptedModel(GenericFakeChatModel):
-    """LangChain's fake chat model, accepting ``bind_tools`` and recording its inputs."""
-
-    seen: list[list[BaseMessage]] = []
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
 
 
 @tool
@@ -60,8 +46,8 @@ def weather(city: str) -> str:
 
 def _agent(
     checkpointer: BaseCheckpointSaver[Any], *replies: AIMessage
-) -> tuple[Any, ScriptedModel]:
-    model = ScriptedModel(messages=iter(replies), seen=[])
+) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(script=list(replies))
     return create_agent(
         model, [weather], system_prompt="Be brief.", checkpointer=checkpointer
     ), model
@@ -128,7 +114,7 @@ def test_thread_moves_through_an_offprompt_session_and_the_agent_continues(
 
     assert messages_to_dict(second["messages"][:4]) == messages_to_dict(first["messages"])
     assert second["messages"][-1].content == "You asked about Zürich."
-    sent = model2.seen[0]  # what the model got: system prompt, the moved history, the new turn
+    sent = model2.calls[0]  # what the model got: system prompt, the moved history, the new turn
     assert [type(m).__name__ for m in sent] == [
         "SystemMessage",
         "HumanMessage",
@@ -161,7 +147,7 @@ def test_messages_not_from_langchain_start_a_thread() -> None:
         "My name?",
         "Ada.",
     ]
-    assert [m.content for m in model.seen[0][1:]] == ["My name is Ada.", "Hello Ada.", "My name?"]
+    assert [m.content for m in model.calls[0][1:]] == ["My name is Ada.", "Hello Ada.", "My name?"]
 
 
 def test_errors() -> None:

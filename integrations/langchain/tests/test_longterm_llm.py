@@ -1,7 +1,8 @@
 """LLM-backed importance scorer and insight extractor on LangChain chat models.
 
 The chat models are fakes: LangChain's ``FakeListChatModel`` (scripted replies) and the
-suite's ``RecordingChatModel`` (records prompts and whether the sync or async path ran).
+suite's ``ScriptedChatModel`` with a ``default`` reply (it records prompts and whether
+the sync or async path ran).
 Long-term memory and Qdrant are real.
 """
 
@@ -35,7 +36,7 @@ def test_scorer_prompt_and_fallbacks(make_recording_model: Callable[..., Any]) -
     model = make_recording_model(reply=lambda messages: "no idea")
     scorer = LLMImportanceScorer(model, default=0.25)
     assert scorer.score(_f("the sky was grey")) == 0.25
-    mode, messages = model.calls[0]
+    mode, messages = model.modes[0], model.calls[0]
     assert mode == "sync" and "Observation: the sky was grey" in messages[0].text
     strict = LLMImportanceScorer(model, default=None)
     with pytest.raises(MemoryModelError, match="no rating"):
@@ -49,7 +50,7 @@ def test_scorer_prompt_and_fallbacks(make_recording_model: Callable[..., Any]) -
 async def test_scorer_async_uses_ainvoke(make_recording_model: Callable[..., Any]) -> None:
     model = make_recording_model(reply=lambda messages: "8")
     assert await LLMImportanceScorer(model).ascore(_f("deadline on 3 May")) == 0.8
-    assert [mode for mode, _ in model.calls] == ["async"]
+    assert model.modes == ["async"]
 
 
 def test_extractor_parses_lines(make_recording_model: Callable[..., Any]) -> None:
@@ -61,7 +62,7 @@ def test_extractor_parses_lines(make_recording_model: Callable[..., Any]) -> Non
     extractor = LLMInsightExtractor(model, max_insights=2)
     got = extractor.extract([_f("arrived early"), _f("flew to Berlin\nfor a meeting")])
     assert got == ["Values punctuality", "Travels for work"]
-    prompt = model.calls[0][1][0].text
+    prompt = model.calls[0][0].text
     assert "- arrived early\n- flew to Berlin for a meeting" in prompt and "at most 2" in prompt
     assert extractor.extract([]) == [] and len(model.calls) == 1
 
@@ -69,7 +70,7 @@ def test_extractor_parses_lines(make_recording_model: Callable[..., Any]) -> Non
 async def test_extractor_async_uses_ainvoke(make_recording_model: Callable[..., Any]) -> None:
     model = make_recording_model(reply=lambda messages: "- Enjoys jazz")
     assert await LLMInsightExtractor(model).aextract([_f("went to a jazz club")]) == ["Enjoys jazz"]
-    assert [mode for mode, _ in model.calls] == ["async"]
+    assert model.modes == ["async"]
 
 
 async def test_in_long_term_memory() -> None:

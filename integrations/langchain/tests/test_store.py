@@ -3,7 +3,7 @@ checked against LangGraph's ``InMemoryStore`` where they agree, namespace valida
 persistence, and real use as ``store=`` in ``create_agent`` and a ``StateGraph``.
 
 Everything is real (embedded Qdrant, LangGraph, LangChain) except the chat model, which
-is LangChain's ``GenericFakeChatModel`` with a script of replies.
+is ``offprompt_langchain.testing.ScriptedChatModel`` with a script of replies.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import Any, TypedDict
 import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
@@ -32,6 +31,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 from offprompt_langchain.store import OffpromptStore
+from offprompt_langchain.testing import ScriptedChatModel
 
 from offprompt.errors import ValidationError
 from offprompt.vectors import QdrantVectorStore
@@ -251,19 +251,6 @@ def test_ttl_expires_refreshes_and_sweeps() -> None:
 # ------------------------------------------------------------------ in LangGraph / agents
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """LangChain's fake chat model, accepting ``bind_tools`` and recording its inputs."""
-
-    seen: list[list[BaseMessage]] = []
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
-
-
 @tool
 def remember(fact: str, runtime: ToolRuntime) -> str:
     """Save a fact about the user."""
@@ -285,16 +272,13 @@ def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
 
 
 def test_create_agent_tools_use_the_store(store: OffpromptStore) -> None:
-    model = ScriptedModel(
-        messages=iter(
-            [
-                _call("remember", {"fact": "prefers window seats"}, "c1"),
-                AIMessage(content="Noted."),
-                _call("recall", {"query": "seat preference"}, "c2"),
-                AIMessage(content="You like window seats."),
-            ]
-        ),
-        seen=[],
+    model = ScriptedChatModel(
+        script=[
+            _call("remember", {"fact": "prefers window seats"}, "c1"),
+            AIMessage(content="Noted."),
+            _call("recall", {"query": "seat preference"}, "c2"),
+            AIMessage(content="You like window seats."),
+        ]
     )
     agent = create_agent(model, [remember, recall], store=store)
     agent.invoke({"messages": [HumanMessage("I prefer window seats")]})

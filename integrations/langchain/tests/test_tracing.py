@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
 from offprompt_langchain import OffpromptChatMessageHistory, OffpromptMiddleware
 from offprompt_langchain.testing import ScriptedChatModel, tool_call
-from offprompt_langchain.tracing import LangChainTracer, event_name
+from offprompt_langchain.tracing import OffpromptCallbackTracer, event_name
 
 from offprompt.conversation import ConversationMemory
 from offprompt.errors import ValidationError
@@ -58,7 +58,7 @@ class Recorder(BaseCallbackHandler):
 
 
 def test_agent_run_delivers_window_and_offload_events_to_the_runs_callbacks() -> None:
-    tracer = LangChainTracer()
+    tracer = OffpromptCallbackTracer()
     memory = TaskMemory(tracer=tracer)
     model = ScriptedChatModel(script=[tool_call("fetch", {"size": 0}), "done"])
     middleware = OffpromptMiddleware(memory, min_tokens=100, max_tokens=3000, tracer=tracer)
@@ -81,7 +81,7 @@ def test_agent_run_delivers_window_and_offload_events_to_the_runs_callbacks() ->
 
 def test_a_run_without_the_handler_does_not_reach_it() -> None:
     handler = Recorder()
-    tracer = LangChainTracer()
+    tracer = OffpromptCallbackTracer()
     model = ScriptedChatModel(script=["hi"])
     agent = create_agent(
         model, [], middleware=[OffpromptMiddleware(TaskMemory(), max_tokens=500, tracer=tracer)]
@@ -98,7 +98,7 @@ async def test_async_agent_run_reaches_an_async_handler() -> None:
         async def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
             self.names.append(name)
 
-    tracer = LangChainTracer()
+    tracer = OffpromptCallbackTracer()
     memory = TaskMemory(tracer=tracer)
     model = ScriptedChatModel(script=[tool_call("fetch", {"size": 0}), "done"])
     agent = create_agent(
@@ -114,7 +114,7 @@ async def test_async_agent_run_reaches_an_async_handler() -> None:
 
 def test_outside_a_run_events_go_to_the_given_handlers() -> None:
     handler = Recorder()
-    tracer = LangChainTracer(handlers=[handler])
+    tracer = OffpromptCallbackTracer(handlers=[handler])
     history = OffpromptChatMessageHistory(
         "s1", store=InMemoryStore(), max_tokens=100, tracer=tracer
     )
@@ -128,7 +128,7 @@ def test_outside_a_run_events_go_to_the_given_handlers() -> None:
 
 def test_inside_a_runnable_history_and_longterm_events_reach_the_run() -> None:
     handler = Recorder()
-    tracer = LangChainTracer()
+    tracer = OffpromptCallbackTracer()
     history = OffpromptChatMessageHistory("s2", store=InMemoryStore(), tracer=tracer)
     ltm = LongTermMemory(tracer=tracer)
 
@@ -153,7 +153,7 @@ async def test_aemit_and_async_handlers_outside_a_run() -> None:
             self.names.append(name)
 
     handler = AsyncRecorder()
-    tracer = LangChainTracer(handlers=[handler])
+    tracer = OffpromptCallbackTracer(handlers=[handler])
     await tracer.aemit(TraceEvent("query", detail={"namespace": "n"}))
     assert handler.names == ["offprompt.query"]
     memory = ConversationMemory(tracer=tracer)
@@ -169,17 +169,17 @@ def test_a_failing_handler_never_breaks_the_memory() -> None:
         def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
             raise RuntimeError("handler down")
 
-    memory = ConversationMemory(tracer=LangChainTracer(handlers=[Broken()]))
+    memory = ConversationMemory(tracer=OffpromptCallbackTracer(handlers=[Broken()]))
     memory.add_messages([Message.user("hi")])
     assert [m.text for m in memory.messages()] == ["hi"]
 
 
 def test_bad_arguments() -> None:
     with pytest.raises(ValidationError, match="callback handlers"):
-        LangChainTracer(handlers=[print])  # type: ignore[list-item]
+        OffpromptCallbackTracer(handlers=[print])  # type: ignore[list-item]
     with pytest.raises(ValidationError, match="tracer="):
         OffpromptChatMessageHistory(
-            "s", memory=ConversationMemory(InMemoryStore(), "s"), tracer=LangChainTracer()
+            "s", memory=ConversationMemory(InMemoryStore(), "s"), tracer=OffpromptCallbackTracer()
         )
     assert event_name(TraceEvent("longterm_read")) == "offprompt.longterm_read"
 
@@ -195,8 +195,23 @@ async def test_a_failing_handler_never_breaks_aemit_either() -> None:
         def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
             raise RuntimeError("strict handler down")
 
-    tracer = LangChainTracer(handlers=[Broken()])
+    tracer = OffpromptCallbackTracer(handlers=[Broken()])
     await tracer.aemit(TraceEvent("query", detail={"namespace": "n"}))  # logged, not raised
     assert tracer.delivered == 0
     with pytest.raises(RuntimeError, match="strict handler down"):  # raise_error is honoured
-        await LangChainTracer(handlers=[Strict()]).aemit(TraceEvent("query"))
+        await OffpromptCallbackTracer(handlers=[Strict()]).aemit(TraceEvent("query"))
+
+
+def test_the_old_name_still_works_with_a_deprecation_warning() -> None:
+    """``LangChainTracer`` shadowed ``langchain_core.tracers.LangChainTracer``: renamed in
+    0.1.x, the old name is an alias for one release that says what to use instead."""
+    import langchain_core.tracers
+    import offprompt_langchain.tracing as tracing
+
+    with pytest.warns(DeprecationWarning, match="renamed OffpromptCallbackTracer"):
+        from offprompt_langchain.tracing import LangChainTracer  # type: ignore[attr-defined]
+    assert LangChainTracer is OffpromptCallbackTracer
+    assert LangChainTracer is not langchain_core.tracers.LangChainTracer
+    assert "LangChainTracer" not in tracing.__all__
+    with pytest.raises(AttributeError, match="no_such_tracer"):
+        tracing.no_such_tracer  # noqa: B018

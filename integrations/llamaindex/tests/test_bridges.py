@@ -1,8 +1,8 @@
 """LlamaIndexEmbedder, OffpromptEmbedding and LlamaIndexSummarizer with real LlamaIndex classes.
 
 Fakes: ``CountingEmbedding`` (a deterministic ``BaseEmbedding`` subclass), LlamaIndex's
-own ``MockEmbedding`` and ``MockLLM``, and ``ScriptedLLM`` (a ``CustomLLM`` subclass that
-answers from a script and records each call); see conftest.py.
+own ``MockEmbedding`` and ``MockLLM``, and ``offprompt_llamaindex.testing.ScriptedFunctionLLM``
+(answers from a script, records each call and the method it came through).
 """
 
 from __future__ import annotations
@@ -146,10 +146,11 @@ def test_summarizer_implements_both_protocols(make_llm: Any) -> None:
 
 
 def test_summarize_runs_sends_previous_summary_and_transcript(make_llm: Any) -> None:
-    llm = make_llm(answers=["User flies SK123 to Oslo on 3 May at 09:10."])
+    llm = make_llm(script=["User flies SK123 to Oslo on 3 May at 09:10."])
     summary = LlamaIndexSummarizer(llm, max_tokens=50).summarize("User lives in Bergen.", _runs())
     assert summary == "User flies SK123 to Oslo on 3 May at 09:10."
-    ((method, sent),) = llm.calls
+    (sent,) = llm.calls
+    (method,) = llm.methods
     prompt = sent[-1].content
     assert method == "chat"
     assert "User lives in Bergen." in prompt and "Book a flight to Oslo" in prompt
@@ -158,17 +159,17 @@ def test_summarize_runs_sends_previous_summary_and_transcript(make_llm: Any) -> 
 
 
 async def test_async_twins_use_achat(make_llm: Any) -> None:
-    llm = make_llm(answers=["short"])
+    llm = make_llm(script=["short"])
     summarizer = LlamaIndexSummarizer(llm)
     results = await asyncio.gather(
         summarizer.asummarize(None, _runs()), summarizer.asummarize_text("Some text.")
     )
     assert results == ["short", "short"]
-    assert [method for method, _ in llm.calls] == ["achat", "achat"]
+    assert llm.methods == ["achat", "achat"]
 
 
 def test_output_is_cut_to_the_budget(make_llm: Any) -> None:
-    llm = make_llm(answers=["word " * 500])
+    llm = make_llm(script=["word " * 500])
     out = LlamaIndexSummarizer(llm, max_tokens=10).summarize_text("text to condense")
     assert 0 < default_tokenizer().count(out) <= 10
     assert (
@@ -178,7 +179,7 @@ def test_output_is_cut_to_the_budget(make_llm: Any) -> None:
 
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_long_text_is_summarized_in_pieces(make_llm: Any, use_async: bool) -> None:
-    llm = make_llm(answers=["piece summary"])
+    llm = make_llm(script=["piece summary"])
     summarizer = LlamaIndexSummarizer(llm, max_tokens=20, max_input_tokens=100)
     text = " ".join(
         f"Fact {i}: the value of item {i} is {i * 7}." for i in range(120)
@@ -187,7 +188,7 @@ async def test_long_text_is_summarized_in_pieces(make_llm: Any, use_async: bool)
         await summarizer.asummarize_text(text) if use_async else summarizer.summarize_text(text)
     )
     assert result == "piece summary"
-    sent = [msgs[-1].content for _, msgs in llm.calls]
+    sent = [msgs[-1].content for msgs in llm.calls]
     assert len(sent) > 2
     assert all(default_tokenizer().count(s) < 100 + 80 for s in sent)  # each call stays bounded
     assert "piece summary" in sent[-1]  # the last call condenses the pieces' summaries
@@ -195,7 +196,7 @@ async def test_long_text_is_summarized_in_pieces(make_llm: Any, use_async: bool)
 
 
 def test_empty_input_and_empty_answer(make_llm: Any) -> None:
-    llm = make_llm(answers=["   "])
+    llm = make_llm(script=["   "])
     summarizer = LlamaIndexSummarizer(llm)
     assert summarizer.summarize_text("  \n") == "" and llm.calls == []
     assert summarizer.summarize("kept", []) == "kept"

@@ -6,7 +6,6 @@ The memory blocks are LlamaIndex's own (``StaticMemoryBlock``,
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,11 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import FactExtractionMemoryBlock, Memory, StaticMemoryBlock
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 from offprompt_llamaindex import OffpromptChatStore, OffpromptMemory
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of
 
 from offprompt.conversation import ConversationMemory
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.stores import InMemoryStore, QdrantStore, SQLiteStore
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of
 
 
 def user(text: str) -> ChatMessage:

@@ -8,7 +8,6 @@ function-calling LLM). No export step in between.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from langchain.agents import create_agent
@@ -21,9 +20,7 @@ from offprompt_langchain.checkpoint import OffpromptSaver
 from offprompt_langchain.testing import ScriptedChatModel
 from offprompt_langchain.testing import tool_call as lc_tool_call
 from offprompt_llamaindex import OffpromptMemory
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of, tool_call
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of, tool_call
 
 
 @tool

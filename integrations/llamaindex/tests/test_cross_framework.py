@@ -9,7 +9,6 @@ intact. Real classes on both sides; the agent's LLM is the only fake.
 from __future__ import annotations
 
 import base64
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 from offprompt_langchain import OffpromptChatMessageHistory
 from offprompt_llamaindex import OffpromptChatStore, OffpromptMemory
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, tool_call
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, tool_call
 
 
 @pytest.fixture

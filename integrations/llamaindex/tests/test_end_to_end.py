@@ -10,19 +10,16 @@ inside the small query result; the stored output loads back byte-identical; the 
 from __future__ import annotations
 
 import re
-import sys
 import uuid
 from pathlib import Path
 
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.llms import ChatMessage
 from offprompt_llamaindex import OffpromptMemory, TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of, tool_call
 
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of, tool_call
 
 REFERENCE = re.compile(
     r'^Output of "fetch_archive\.call" was stored in memory with memory_name "TaskMemory" '

@@ -23,14 +23,12 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import BaseMemory
 from llama_index.core.tools import FunctionTool
 from offprompt_llamaindex import OffpromptEmbedding, OffpromptMemory
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of, tool_call
 
 from offprompt.conversation import ConversationMemory
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.messages import Message
 from offprompt.stores import InMemoryStore, QdrantStore, SQLiteStore
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of, tool_call
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
 import offprompt_langchain
@@ -31,16 +29,14 @@ from offprompt_langchain import OffpromptMiddleware, task_memory_tools
 from offprompt_langchain.testing import ScriptedChatModel
 from offprompt_langchain.testing import tool_call as lc_tool_call
 from offprompt_llamaindex import TaskMemoryToolSpec
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of
+from offprompt_llamaindex.testing import tool_call as li_tool_call
 
 from offprompt.artifacts import TextArtifact
 from offprompt.render.references import REFERENCE_PATTERN
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import OffloadPolicy, StoredReference
 from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of
-from li_scripted import tool_call as li_tool_call
 
 NEEDLE = "trace=0badc0de"
 _LINES = [

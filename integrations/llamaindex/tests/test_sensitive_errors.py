@@ -5,20 +5,16 @@ LLM is scripted)."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.tools import ToolMetadata, ToolOutput
 from llama_index.core.tools.types import BaseTool
 from offprompt_llamaindex import TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of, tool_call
 
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import StoredReference
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of, tool_call
 
 SECRET = "record malformed: {'password': 'hunter2-s3cr3t', 'user': 'lovelace-9'}"
 REF = re.compile(r'memory_name "([^"]+)" and artifact_namespace "([^"]+)"')

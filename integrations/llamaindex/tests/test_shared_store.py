@@ -9,7 +9,8 @@ from llama_index.core.base.llms.types import ChatMessage
 from offprompt_langchain import OffpromptChatMessageHistory
 from offprompt_llamaindex import OffpromptChatStore, OffpromptMemory
 
-from offprompt.stores import SQLiteStore, release_store, shared_holders
+from offprompt.stores import SQLiteStore, release_store
+from offprompt.stores.shared import shared_holders
 
 
 def test_history_memory_and_chat_store_share_one_store_per_file(tmp_path: Path) -> None:

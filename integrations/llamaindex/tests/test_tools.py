@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool
 from llama_index.core.workflow import Context
 from offprompt_llamaindex import OffpromptTool, TaskMemoryToolSpec, offprompt_tool
+from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of, tool_call
 from pydantic import BaseModel
 
 from offprompt.errors import ValidationError
@@ -23,9 +22,6 @@ from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import StoredReference
 from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
 from offprompt.vectors import QdrantVectorStore
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM, text_of, tool_call
 
 BIG = "The quarterly numbers were fine. " * 600  # ~4k tokens
 

@@ -1,12 +1,10 @@
 """offprompt's trace reaches LlamaIndex instrumentation: a real BaseEventHandler on the
 root dispatcher receives the events of a real SimpleChatEngine chat with OffpromptMemory
-(only the LLM is scripted: li_scripted.ScriptedFunctionLLM)."""
+(only the LLM is scripted: offprompt_llamaindex.testing.ScriptedFunctionLLM)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +16,7 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import Memory
 from offprompt_llamaindex import OffpromptMemory
 from offprompt_llamaindex.chat_store import OffpromptChatStore
+from offprompt_llamaindex.testing import ScriptedFunctionLLM
 from offprompt_llamaindex.tracing import LlamaIndexTracer, OffpromptTraceEvent
 
 from offprompt.conversation import ConversationMemory
@@ -25,9 +24,6 @@ from offprompt.errors import ValidationError
 from offprompt.longterm import LongTermMemory, MemoryFragment
 from offprompt.stores import InMemoryStore
 from offprompt.trace import TraceEvent
-
-sys.path.insert(0, str(Path(__file__).parent))
-from li_scripted import ScriptedFunctionLLM
 
 
 class Collector(BaseEventHandler):

@@ -48,7 +48,8 @@ from offprompt_openai_agents.testing import ScriptedModel, function_call
 
 from offprompt.errors import OffpromptError, StorageError, ValidationError
 from offprompt.scope import Scope
-from offprompt.stores import SQLiteStore, shared_holders
+from offprompt.stores import SQLiteStore
+from offprompt.stores.shared import shared_holders
 
 
 def _agent(model: ScriptedModel, **kwargs: Any) -> Agent[Any]:

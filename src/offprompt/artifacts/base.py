@@ -128,6 +128,7 @@ class BaseArtifact(BaseModel, ABC):
         return self.model_dump(mode="json")
 
     def to_json(self) -> str:
+        """``to_dict()`` as a JSON string (non-ASCII kept as is)."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod

@@ -45,6 +45,7 @@ class BlobArtifact(BaseArtifact):
 
     @property
     def base64(self) -> str:
+        """The bytes, base64-encoded (ASCII)."""
         return base64.b64encode(self.value).decode("ascii")
 
     def to_bytes(self) -> bytes:

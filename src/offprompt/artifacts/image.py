@@ -76,6 +76,7 @@ class ImageArtifact(BlobArtifact):
         return image
 
     def to_data_url(self) -> str:
+        """The image as a ``data:`` URL (its MIME type, base64 bytes)."""
         return f"data:{self.mime_type};base64,{self.base64}"
 
     def to_text(self) -> str:

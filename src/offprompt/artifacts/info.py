@@ -20,6 +20,9 @@ class ErrorArtifact(BaseArtifact):
 
     @classmethod
     def from_exception(cls, exc: BaseException, message: str | None = None) -> ErrorArtifact:
+        """An error artifact for ``exc``: ``message`` (or ``str(exc)``) and the exception's type and
+        text.
+        """
         return cls(value=message or str(exc), exception=f"{type(exc).__name__}: {exc}")
 
     def to_text(self) -> str:

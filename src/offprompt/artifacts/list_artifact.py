@@ -68,6 +68,7 @@ class ListArtifact(BaseArtifact):
         return bool(self.value) and all(isinstance(item, target) for item in self.value)
 
     def has_items(self) -> bool:
+        """Whether the list holds at least one artifact."""
         return bool(self.value)
 
     def to_text(self) -> str:

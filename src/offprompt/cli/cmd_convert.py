@@ -123,6 +123,7 @@ def _write(fmt: Format, sessions: Mapping[str, Sequence[Message]], out: Path, ct
 
 
 def run_export(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt export``: write a stored session to a file in the chosen format."""
     with ctx.store(create=False) as store:
         stored = read_session(ctx, store, args.session)
     _write(FORMATS[args.format], {args.session: [s.message for s in stored]}, args.out, ctx)
@@ -130,6 +131,7 @@ def run_export(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_migrate(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt migrate``: convert a file from one format to another, no store involved."""
     source, target = FORMATS[args.source], FORMATS[args.target]
     report = ConversionReport()
     sessions = _pick(
@@ -142,6 +144,7 @@ def run_migrate(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt import``: read a file in the chosen format into the store's sessions."""
     fmt = FORMATS[args.format]
     report = ConversionReport()
     sessions = _pick(

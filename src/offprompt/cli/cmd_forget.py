@@ -52,6 +52,9 @@ def _confirm(ctx: Context, scope: Scope) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt forget``: delete everything stored for the given subject (asks first unless
+    ``--yes``).
+    """
     scope = scope_from_args(args) or Scope()
     if scope.is_empty and not args.all:
         raise CLIError(

@@ -43,6 +43,7 @@ class Section:
     format: dict[str, Callable[[Any], str]] = field(default_factory=dict)
 
     def table(self) -> Table:
+        """The section as a rich ``Table`` (its title and columns, one row per entry)."""
         table = Table(title=self.title, title_justify="left", title_style="bold")
         for heading in self.columns:
             table.add_column(heading, overflow="fold")
@@ -131,6 +132,9 @@ def _card(ctx: Context, namespace: str, as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt inspect``: list sessions and task-memory namespaces, or show one namespace's
+    card.
+    """
     ctx.check_home()
     if getattr(args, "namespace", None):
         return _card(ctx, args.namespace, bool(args.json))

@@ -37,6 +37,7 @@ def read_session(ctx: Context, store: Any, session: str) -> list[StoredMessage]:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt show``: a stored session as a terminal timeline, or an HTML page with ``--html``."""
     scope = scope_from_args(args, with_session=False)
     with ctx.store(create=False) as store:
         view = store.scoped(scope) if store is not None and scope is not None else store

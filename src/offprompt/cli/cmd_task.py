@@ -32,6 +32,7 @@ def namespace_infos(ctx: Context, names: Iterable[str]) -> dict[str, NamespaceIn
 
 
 def check_namespace(ctx: Context, memory: Any, namespace: str) -> None:
+    """Raise ``NotFoundError`` unless ``memory`` exists and holds ``namespace``."""
     if memory is None:
         raise NotFoundError(
             f"unknown namespace {namespace!r}: no task memory at {ctx.task_memory_path}",
@@ -66,6 +67,7 @@ def _describe(item: Any) -> tuple[str, dict[str, Any]]:
 
 
 def run_query(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt query``: search a stored tool output and print the best chunks."""
     with ctx.task_memory() as memory:
         check_namespace(ctx, memory, args.namespace)
         results = _items(memory.query(args.namespace, args.text, top_n=args.top))
@@ -89,6 +91,7 @@ def run_query(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_read(args: argparse.Namespace, ctx: Context) -> int:
+    """``offprompt read``: print one page of a stored tool output."""
     with ctx.task_memory() as memory:
         check_namespace(ctx, memory, args.namespace)
         options = {"page": args.page}

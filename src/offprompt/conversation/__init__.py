@@ -1,6 +1,6 @@
 """Conversation memory: lossless history, runs, token-budgeted windows, summaries."""
 
-from offprompt.conversation.memory import ConversationMemory, Run, Window, group_runs
+from offprompt.conversation.memory import ConversationMemory, Run, Window
 from offprompt.conversation.summary import SUMMARY_STATE_KEY, SummaryConversationMemory
 
 __all__ = [
@@ -9,5 +9,4 @@ __all__ = [
     "Run",
     "SummaryConversationMemory",
     "Window",
-    "group_runs",
 ]

@@ -96,6 +96,7 @@ class Run:
 
     @property
     def start_seq(self) -> int | None:
+        """The store sequence number of the run's first message (``None`` when unknown)."""
         return self.seqs[0] if self.seqs else None
 
 
@@ -162,6 +163,9 @@ def is_final_answer(message: Message) -> bool:
 
 
 def check_budget(max_tokens: Any, reserve: Any) -> int:
+    """The history budget ``max_tokens - reserve``; ``ValidationError`` unless both are ints,
+    ``max_tokens`` is positive and ``reserve`` leaves room.
+    """
     for name, value in (("max_tokens", max_tokens), ("reserve", reserve)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValidationError(f"{name} must be an int, got {value!r}")
@@ -177,6 +181,9 @@ def check_budget(max_tokens: Any, reserve: Any) -> int:
 
 
 def check_messages(messages: Any) -> list[Message]:
+    """``messages`` (one message or an iterable of them) as a list; ``ValidationError`` on anything
+    else.
+    """
     if isinstance(messages, Message):
         return [messages]
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
@@ -422,6 +429,7 @@ class ConversationMemory:
     async def aprune(
         self, policy: RetentionPolicy | None = None, *, now: float | None = None
     ) -> int:
+        """Async twin of :meth:`prune`."""
         return await asyncio.to_thread(self.prune, policy, now=now)
 
     def clear(self) -> None:
@@ -596,31 +604,40 @@ class ConversationMemory:
 
     # -- async twins -----------------------------------------------------------------
     async def aadd_message(self, message: Message) -> None:
+        """Async twin of :meth:`add_message`."""
         await self.aadd_messages([message])
 
     async def aadd_messages(self, messages: Iterable[Message]) -> None:
+        """Async twin of :meth:`add_messages`."""
         items = check_messages(messages)
         await asyncio.to_thread(self._add_messages, items)
 
     async def amessages(self) -> list[Message]:
+        """Async twin of :meth:`messages`."""
         return await asyncio.to_thread(self.messages)
 
     async def aruns(self) -> list[Run]:
+        """Async twin of :meth:`runs`."""
         return await asyncio.to_thread(self.runs)
 
     async def apreamble(self) -> list[Message]:
+        """Async twin of :meth:`preamble`."""
         return await asyncio.to_thread(self.preamble)
 
     async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
         await asyncio.to_thread(self.clear)
 
     async def areplace(self, messages: Iterable[Message]) -> None:
+        """Async twin of :meth:`replace`."""
         items = check_messages(messages)
         await asyncio.to_thread(self.replace, items)
 
     async def awindow(self, max_tokens: int, *, reserve: int = 0) -> Window:
+        """Async twin of :meth:`window`."""
         check_budget(max_tokens, reserve)
         return await asyncio.to_thread(self.window, max_tokens, reserve=reserve)
 
     async def atoken_count(self) -> int:
+        """Async twin of :meth:`token_count`."""
         return await asyncio.to_thread(self.token_count)

@@ -203,10 +203,12 @@ class SummaryConversationMemory(ConversationMemory):
         self.update_summary()
 
     async def aadd_messages(self, messages: Iterable[Message]) -> None:
+        """Async twin of :meth:`add_messages` (folds old runs into the summary with ``asummarize``)."""
         await super().aadd_messages(messages)
         await self.aupdate_summary()
 
     async def aadd_message(self, message: Message) -> None:
+        """Async twin of :meth:`add_message`."""
         await self.aadd_messages([message])
 
     # -- the view --------------------------------------------------------------------
@@ -239,10 +241,12 @@ class SummaryConversationMemory(ConversationMemory):
         return self._view_window(budget)
 
     async def aview(self) -> list[Message]:
+        """Async twin of :meth:`view`."""
         await self.aupdate_summary()
         return list(await asyncio.to_thread(self._view_window, None))
 
     async def awindow(self, max_tokens: int, *, reserve: int = 0) -> Window:
+        """Async twin of :meth:`window`."""
         budget = check_budget(max_tokens, reserve)
         await self.aupdate_summary()
         return await asyncio.to_thread(self._view_window, budget)

@@ -36,12 +36,14 @@ class ConversionReport:
     converted: int = 0
 
     def lost(self, where: str, what: str, reason: str) -> None:
+        """Record that ``what`` at ``where`` could not be carried, and why."""
         self.losses.append(Loss(where, what, reason))
 
     def __bool__(self) -> bool:
         return bool(self.losses)
 
     def summary(self) -> str:
+        """One line for people: how much was converted, and what was lost."""
         head = f"{self.converted} item(s) converted {self.source} -> {self.target}".strip()
         if not self.losses:
             return f"{head}; nothing lost"

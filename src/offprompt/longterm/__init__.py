@@ -14,15 +14,7 @@
   :func:`render_write_memory` (prompt text in and out).
 """
 
-from offprompt.longterm.fragment import (
-    Clock,
-    DiscardedMemoryFragments,
-    MemoryFragment,
-    Scope,
-    fragment_id_time,
-    merge_scopes,
-    new_fragment_id,
-)
+from offprompt.longterm.fragment import Clock, DiscardedMemoryFragments, MemoryFragment, Scope
 from offprompt.longterm.hybrid import HybridMemory
 from offprompt.longterm.long_term import LongTermMemory, ScoredFragment
 from offprompt.longterm.plans import PLAN_STATES, PlanMemory, SubTask
@@ -31,7 +23,6 @@ from offprompt.longterm.prompts import (
     DEFAULT_WRITE_MEMORY_TEMPLATE,
     MemoryLike,
     format_memories,
-    render_template,
     render_write_memory,
 )
 from offprompt.longterm.scoring import (
@@ -44,17 +35,13 @@ from offprompt.longterm.scoring import (
     MemoryModelError,
     PromptedImportanceScorer,
     PromptedInsightExtractor,
-    parse_insights,
-    parse_rating,
 )
 from offprompt.longterm.sensory import SensoryMemory
-from offprompt.longterm.short_term import (
-    EnhancedShortTermMemory,
-    ShortTermMemory,
-    cosine_similarity,
-    sigmoid,
-)
+from offprompt.longterm.short_term import EnhancedShortTermMemory, ShortTermMemory
 
+# The helpers behind these (``sigmoid``, ``cosine_similarity``, ``parse_rating``,
+# ``parse_insights``, ``render_template``, ``new_fragment_id``, ``fragment_id_time``,
+# ``merge_scopes``) stay in their modules: import them from there.
 __all__ = [
     "DEFAULT_IMPORTANCE_PROMPT",
     "DEFAULT_INSIGHT_PROMPT",
@@ -81,14 +68,6 @@ __all__ = [
     "SensoryMemory",
     "ShortTermMemory",
     "SubTask",
-    "cosine_similarity",
     "format_memories",
-    "fragment_id_time",
-    "merge_scopes",
-    "new_fragment_id",
-    "parse_insights",
-    "parse_rating",
-    "render_template",
     "render_write_memory",
-    "sigmoid",
 ]

@@ -344,10 +344,12 @@ class DiscardedMemoryFragments(BaseModel):
         return bool(self.fragments or self.insights)
 
     def extend(self, other: DiscardedMemoryFragments | None) -> None:
+        """Add ``other``'s fragments and insights to these (``None`` adds nothing)."""
         if other:
             self.fragments.extend(other.fragments)
             self.insights.extend(other.insights)
 
     @property
     def all(self) -> list[MemoryFragment]:
+        """The discarded fragments, then the insights."""
         return [*self.fragments, *self.insights]

@@ -111,10 +111,11 @@ from offprompt.longterm.scoring import (
     ImportanceScorer,
     InsightExtractor,
 )
+from offprompt.names import validate_namespace
 from offprompt.retention import Retained, RetentionPolicy, evict
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
-from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord, validate_namespace
+from offprompt.vectors import Hit, QdrantVectorStore, Range, VectorRecord
 from offprompt.vectors.store import SearchMode
 
 __all__ = ["LongTermMemory", "ScoredFragment"]

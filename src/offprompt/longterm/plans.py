@@ -122,13 +122,16 @@ class SubTask(BaseModel):
 
     @property
     def is_done(self) -> bool:
+        """Whether the sub-task finished (``complete`` or ``failed``)."""
         return self.state in ("complete", "failed")
 
     def to_dict(self) -> dict[str, Any]:
+        """The sub-task as a JSON-ready dict."""
         return self.model_dump(mode="json")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SubTask:
+        """Rebuild a sub-task from ``to_dict()`` output; ``DeserializationError`` on a bad shape."""
         if not isinstance(data, Mapping):
             raise DeserializationError(
                 f"a sub-task must be a JSON object, got {type(data).__name__}"
@@ -325,10 +328,12 @@ class PlanMemory:
 
     # -- async twins ------------------------------------------------------------------
     async def abatch_save(self, plans: Sequence[SubTask | Mapping[str, Any]]) -> None:
+        """Async twin of :meth:`batch_save`."""
         for task in _prepare_batch(plans):
             await self._aset(task)
 
     async def acomplete_task(self, conv_id: str, task_num: int, result: str) -> SubTask:
+        """Async twin of :meth:`complete_task`."""
         task = _updated(
             await self._aget(conv_id, task_num), conv_id, task_num, state="complete", result=result
         )
@@ -345,6 +350,7 @@ class PlanMemory:
         model: str | None = None,
         result: str | None = None,
     ) -> SubTask:
+        """Async twin of :meth:`update_task`."""
         task = _updated(
             await self._aget(conv_id, task_num),
             conv_id,
@@ -359,6 +365,7 @@ class PlanMemory:
         return task
 
     async def aremove_by_conv_id(self, conv_id: str) -> None:
+        """Async twin of :meth:`remove_by_conv_id`."""
         if isinstance(self.store, AsyncStateStore):
             for key in await self.store.astate_keys(_check_conv(conv_id), prefix=_PREFIX):
                 await self.store.adelete_state(conv_id, key)
@@ -366,6 +373,7 @@ class PlanMemory:
             await asyncio.to_thread(self.remove_by_conv_id, conv_id)
 
     async def aget_by_conv_id(self, conv_id: str) -> list[SubTask]:
+        """Async twin of :meth:`get_by_conv_id`."""
         if not isinstance(self.store, AsyncStateStore):
             return await asyncio.to_thread(self.get_by_conv_id, conv_id)
         tasks = []
@@ -378,12 +386,14 @@ class PlanMemory:
     async def aget_by_conv_id_and_num(
         self, conv_id: str, task_nums: Iterable[int]
     ) -> list[SubTask]:
+        """Async twin of :meth:`get_by_conv_id_and_num`."""
         found = [await self._aget(conv_id, int(n)) for n in sorted(set(task_nums))]
         return [t for t in found if t is not None]
 
     async def aget_todo_plans(
         self, conv_id: str, *, include_running: bool = False
     ) -> list[SubTask]:
+        """Async twin of :meth:`get_todo_plans`."""
         states = (*TODO_STATES, "running") if include_running else TODO_STATES
         return [t for t in await self.aget_by_conv_id(conv_id) if t.state in states]
 

@@ -59,7 +59,9 @@ class MemoryLike(Protocol):
     ``last_accessed_at``, ``is_insight`` and ``id`` are read when present."""
 
     @property
-    def observation(self) -> str: ...
+    def observation(self) -> str:
+        """The text to render."""
+        ...
 
 
 class _Formatter(string.Formatter):

@@ -63,18 +63,26 @@ DEFAULT_INSIGHT_PROMPT = (
 class ImportanceScorer(Protocol):
     """Rates how worth remembering a fragment is, in ``[0, 1]``."""
 
-    def score(self, fragment: MemoryFragment) -> float: ...
+    def score(self, fragment: MemoryFragment) -> float:
+        """How important ``fragment`` is, from 0.0 (trivia) to 1.0."""
+        ...
 
-    async def ascore(self, fragment: MemoryFragment) -> float: ...
+    async def ascore(self, fragment: MemoryFragment) -> float:
+        """Async twin of :meth:`score`."""
+        ...
 
 
 @runtime_checkable
 class InsightExtractor(Protocol):
     """Distils high-level insights (one sentence each) from a group of fragments."""
 
-    def extract(self, fragments: Sequence[MemoryFragment]) -> list[str]: ...
+    def extract(self, fragments: Sequence[MemoryFragment]) -> list[str]:
+        """Short insights drawn from ``fragments`` (``[]`` when there is none)."""
+        ...
 
-    async def aextract(self, fragments: Sequence[MemoryFragment]) -> list[str]: ...
+    async def aextract(self, fragments: Sequence[MemoryFragment]) -> list[str]:
+        """Async twin of :meth:`extract`."""
+        ...
 
 
 _NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)(?:\s*(?:/|out of)\s*(\d+(?:\.\d+)?))?", re.I)

@@ -217,6 +217,7 @@ class Proxy:
         return await self.upstream.request(method, params)
 
     async def list_tools(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        """``tools/list``: the upstream server's tools, then the memory tools."""
         listed = await self._forward("tools/list")(params, client)
         tools = list(listed.get("tools") or [])
         for tool in tools:
@@ -233,6 +234,9 @@ class Proxy:
         return {**listed, "tools": tools}
 
     async def call_tool(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        """``tools/call``: a memory tool is answered here; any other goes upstream and a large
+        result is stored off-prompt.
+        """
         name = params["name"]
         if name in self.memory_tools:
             return await self.memory_tools.call(name, params.get("arguments") or {})

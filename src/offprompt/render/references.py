@@ -57,6 +57,7 @@ class OffpromptReference:
 
     @property
     def source(self) -> str:
+        """What produced the output: ``"tool.activity"``, or the tool alone."""
         return f"{self.tool}.{self.activity}" if self.activity else self.tool
 
 

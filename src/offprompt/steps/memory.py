@@ -55,6 +55,9 @@ class CallbackRegistry:
         self._callbacks: dict[type[MemoryStep], list[StepCallback]] = {}
 
     def register(self, step_cls: type[MemoryStep], callback: StepCallback) -> None:
+        """Call ``callback`` for every step of ``step_cls`` (or a subclass); ``ValidationError`` for
+        anything that is not a ``MemoryStep`` class.
+        """
         if not (isinstance(step_cls, type) and issubclass(step_cls, MemoryStep)):
             raise ValidationError(
                 f"callbacks are registered for a MemoryStep subclass, got {step_cls!r}"
@@ -68,6 +71,9 @@ class CallbackRegistry:
         return [cb for cls in step_cls.__mro__ for cb in self._callbacks.get(cls, [])]
 
     def callback(self, memory_step: MemoryStep, **kwargs: Any) -> None:
+        """Call every callback registered along ``memory_step``'s MRO, each with the keyword
+        arguments it accepts.
+        """
         for cb in self.callbacks_for(type(memory_step)):
             cb(memory_step, **_accepted_kwargs(cb, kwargs))
 
@@ -244,6 +250,7 @@ class AgentMemory:
     # -- the list --------------------------------------------------------------------
     @property
     def steps(self) -> StepList:
+        """The run's steps, in order (appending one notifies the attached store)."""
         return self._steps
 
     @steps.setter
@@ -485,6 +492,7 @@ class AgentMemory:
 
     @property
     def attached(self) -> bool:
+        """Whether the memory is attached to a store (:meth:`attach`)."""
         return self._attached is not None
 
     def _steps_changed(self, start: int, undo: Callable[[], None]) -> None:

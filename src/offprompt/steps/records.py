@@ -80,6 +80,7 @@ class Timing(_Record):
 
     @property
     def duration(self) -> float | None:
+        """Seconds from start to end, or ``None`` while the step runs."""
         return None if self.end_time is None else self.end_time - self.start_time
 
     def dict(self) -> builtins.dict[str, Any]:  # type: ignore[override]
@@ -115,6 +116,7 @@ class TokenUsage(_Record):
         return self
 
     def dict(self) -> builtins.dict[str, Any]:  # type: ignore[override]
+        """smolagents' shape: input, output and total tokens."""
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -135,10 +137,12 @@ class StepError(_Record):
 
     @classmethod
     def from_exception(cls, exc: BaseException) -> StepError:
+        """The error of ``exc``: its type name and message."""
         message = getattr(exc, "message", None)
         return cls(type=builtins.type(exc).__name__, message=str(message if message else exc))
 
     def dict(self) -> builtins.dict[str, Any]:  # type: ignore[override]
+        """smolagents' shape: ``{"type": ..., "message": ...}``."""
         return {"type": self.type, "message": self.message}
 
     def __str__(self) -> str:
@@ -337,6 +341,7 @@ class MemoryStep(BaseModel):
         return data
 
     def to_json(self) -> str:
+        """``to_dict()`` as a JSON string (non-ASCII kept as is)."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod

@@ -24,7 +24,7 @@ from offprompt.stores.base import (
 )
 from offprompt.stores.memory import InMemoryStore
 from offprompt.stores.qdrant import QdrantStore
-from offprompt.stores.shared import open_store, release_store, shared_holders
+from offprompt.stores.shared import open_store, release_store
 from offprompt.stores.sqlite import SQLiteStore, default_path, default_store
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ __all__ = [
     "default_store",
     "open_store",
     "release_store",
-    "shared_holders",
     "validate_session_id",
 ]
 

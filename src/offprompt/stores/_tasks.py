@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from offprompt.errors import NotFoundError, ValidationError
+from offprompt.names import validate_namespace
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import SCOPE_COLUMNS, TaskRecord
-from offprompt.vectors.names import validate_namespace
 
 __all__ = ["TASK_DDL", "Stmt", "task_part"]
 

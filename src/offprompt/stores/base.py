@@ -186,16 +186,19 @@ def check_append(
 
 
 def check_state(session_id: str, key: Any) -> None:
+    """``ValidationError`` unless ``session_id`` is a valid session id and ``key`` a non-empty str."""
     validate_session_id(session_id)
     if not isinstance(key, str) or not key:
         raise ValidationError(f"a state key must be a non-empty str, got {key!r}")
 
 
 def encode_state(value: Any) -> str:
+    """``value`` as the JSON text a store keeps (``ValidationError`` when it is not JSON)."""
     return json.dumps(ensure_json(value, field="state value"), ensure_ascii=False)
 
 
 def check_range(start: int | None, end: int | None) -> None:
+    """``ValidationError`` unless ``start`` and ``end`` are each an int or ``None``."""
     for name, bound in (("start", start), ("end", end)):
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
             raise ValidationError(f"{name} must be an int or None, got {bound!r}")
@@ -248,6 +251,7 @@ class ForgetCounts:
 
     @property
     def total(self) -> int:
+        """Records deleted: messages, state entries, blobs and task outputs."""
         return self.messages + self.state + self.blobs + self.task_outputs
 
 
@@ -495,6 +499,7 @@ class BaseStore(ABC):
         *,
         scope: Scope | None = None,
     ) -> list[int]:
+        """Async twin of :meth:`append` (in a worker thread)."""
         return await asyncio.to_thread(self.append, session_id, messages, tokens, scope=scope)
 
     async def aread(
@@ -505,55 +510,69 @@ class BaseStore(ABC):
         end: int | None = None,
         scope: Scope | None = None,
     ) -> list[StoredMessage]:
+        """Async twin of :meth:`read` (in a worker thread)."""
         return await asyncio.to_thread(self.read, session_id, start=start, end=end, scope=scope)
 
     async def aread_index(
         self, session_id: str, *, start: int | None = None, scope: Scope | None = None
     ) -> list[IndexEntry]:
+        """Async twin of :meth:`read_index` (in a worker thread)."""
         return await asyncio.to_thread(self.read_index, session_id, start=start, scope=scope)
 
     async def aversion(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
+        """Async twin of :meth:`version` (in a worker thread)."""
         return await asyncio.to_thread(self.version, session_id, scope=scope)
 
     async def acount(self, session_id: str, *, scope: Scope | None = None) -> int:
+        """Async twin of :meth:`count` (in a worker thread)."""
         return await asyncio.to_thread(self.count, session_id, scope=scope)
 
     async def asessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
+        """Async twin of :meth:`sessions` (in a worker thread)."""
         return await asyncio.to_thread(self.sessions, scope=scope)
 
     async def adelete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
+        """Async twin of :meth:`delete_session` (in a worker thread)."""
         return await asyncio.to_thread(self.delete_session, session_id, scope=scope)
 
     async def adelete_range(
         self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
     ) -> int:
+        """Async twin of :meth:`delete_range` (in a worker thread)."""
         return await asyncio.to_thread(self.delete_range, session_id, start, end, scope=scope)
 
     async def adelete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
+        """Async twin of :meth:`delete_before` (in a worker thread)."""
         return await asyncio.to_thread(self.delete_before, session_id, seq, scope=scope)
 
     async def aget_state(
         self, session_id: str, key: str, *, scope: Scope | None = None
     ) -> Any | None:
+        """Async twin of :meth:`get_state` (in a worker thread)."""
         return await asyncio.to_thread(self.get_state, session_id, key, scope=scope)
 
     async def aset_state(
         self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
     ) -> None:
+        """Async twin of :meth:`set_state` (in a worker thread)."""
         await asyncio.to_thread(self.set_state, session_id, key, value, scope=scope)
 
     async def adelete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
+        """Async twin of :meth:`delete_state` (in a worker thread)."""
         await asyncio.to_thread(self.delete_state, session_id, key, scope=scope)
 
     async def astate_keys(
         self, session_id: str, prefix: str = "", *, scope: Scope | None = None
     ) -> list[str]:
+        """Async twin of :meth:`state_keys` (in a worker thread)."""
         return await asyncio.to_thread(self.state_keys, session_id, prefix, scope=scope)
 
     async def aforget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        """Async twin of :meth:`forget_scope` (in a worker thread)."""
         return await asyncio.to_thread(self.forget_scope, scope, all=all)
 
     async def aclose(self) -> None:
+        """Async twin of :meth:`close` (in a worker thread)."""
         await asyncio.to_thread(self.close)
 
 

@@ -4,14 +4,16 @@
 """
 
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
-from offprompt.task_memory.card import OutputStats, render_card
+from offprompt.task_memory.card import OutputStats
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
+from offprompt.task_memory.offload import Offloaded, OffloadPolicy, StoredReference
 from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
 from offprompt.task_memory.task_memory import REFERENCE_TEMPLATE, StorageMismatchError, TaskMemory
 from offprompt.task_memory.text_view import GrepMatch, GrepResult
-from offprompt.vectors.names import validate_namespace
+from offprompt.task_memory.tools import MEMORY_TOOL_NAMES, MemoryToolSpec, memory_tool_specs
 
 __all__ = [
+    "MEMORY_TOOL_NAMES",
     "REFERENCE_TEMPLATE",
     "ActionSubtaskMetaEntry",
     "ArtifactStorage",
@@ -21,11 +23,14 @@ __all__ = [
     "GrepMatch",
     "GrepResult",
     "InMemoryBlobStore",
+    "MemoryToolSpec",
     "MetaMemory",
+    "OffloadPolicy",
+    "Offloaded",
     "OutputStats",
     "StorageMismatchError",
+    "StoredReference",
     "TaskMemory",
     "TextArtifactStorage",
-    "render_card",
-    "validate_namespace",
+    "memory_tool_specs",
 ]

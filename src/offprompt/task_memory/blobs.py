@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from offprompt.errors import NamespaceError, NotFoundError, StorageError, ValidationError
-from offprompt.vectors.names import validate_namespace
+from offprompt.names import validate_namespace
 
 if TYPE_CHECKING:
     from offprompt.scope import Scope
@@ -81,13 +81,23 @@ def _check_key(key: str) -> str:
 class BlobStore(Protocol):
     """Bytes by (tenant, namespace, content key)."""
 
-    def put(self, namespace: str, data: bytes, *, tenant: str = "default") -> str: ...
+    def put(self, namespace: str, data: bytes, *, tenant: str = "default") -> str:
+        """Store ``data`` in the namespace; its content key (SHA-256 hex)."""
+        ...
 
-    def get(self, namespace: str, key: str, *, tenant: str = "default") -> bytes: ...
+    def get(self, namespace: str, key: str, *, tenant: str = "default") -> bytes:
+        """The bytes stored under ``key``; ``NotFoundError`` when there are none."""
+        ...
 
-    def delete(self, namespace: str, key: str | None = None, *, tenant: str = "default") -> int: ...
+    def delete(self, namespace: str, key: str | None = None, *, tenant: str = "default") -> int:
+        """Delete the blob ``key``, or the whole namespace when ``key`` is None; how many blobs
+        went.
+        """
+        ...
 
-    def keys(self, namespace: str, *, tenant: str = "default") -> list[str]: ...
+    def keys(self, namespace: str, *, tenant: str = "default") -> list[str]:
+        """The namespace's blob keys, sorted."""
+        ...
 
 
 class ScopedBlobStore(BlobStore, Protocol):
@@ -95,11 +105,15 @@ class ScopedBlobStore(BlobStore, Protocol):
 
     def put(
         self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
-    ) -> str: ...
+    ) -> str:
+        """:meth:`BlobStore.put` within ``scope``."""
+        ...
 
     def get(
         self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
-    ) -> bytes: ...
+    ) -> bytes:
+        """:meth:`BlobStore.get` within ``scope``."""
+        ...
 
     def delete(
         self,
@@ -108,13 +122,21 @@ class ScopedBlobStore(BlobStore, Protocol):
         *,
         tenant: str = "default",
         scope: Scope | None = None,
-    ) -> int: ...
+    ) -> int:
+        """:meth:`BlobStore.delete` within ``scope``."""
+        ...
 
     def keys(
         self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """:meth:`BlobStore.keys` within ``scope``."""
+        ...
 
-    def forget_scope(self, scope: Scope, *, all: bool = False) -> int: ...
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """Delete every blob stored under ``scope`` (``all=True`` for the empty scope); how many
+        went.
+        """
+        ...
 
 
 class InMemoryBlobStore:
@@ -138,6 +160,7 @@ class InMemoryBlobStore:
     def put(
         self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
     ) -> str:
+        """Store ``data`` in the namespace; its content key (SHA-256 hex)."""
         part = self._key(namespace, tenant, scope)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ValidationError(f"blob data must be bytes, got {type(data).__name__}")
@@ -150,6 +173,7 @@ class InMemoryBlobStore:
     def get(
         self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> bytes:
+        """The bytes stored under ``key``; ``NotFoundError`` when there are none."""
         part = self._key(namespace, tenant, scope)
         _check_key(key)
         with self._lock:
@@ -168,6 +192,9 @@ class InMemoryBlobStore:
         tenant: str = "default",
         scope: Scope | None = None,
     ) -> int:
+        """Delete the blob ``key``, or the whole namespace when ``key`` is None; how many blobs
+        went.
+        """
         part = self._key(namespace, tenant, scope)
         with self._lock:
             blobs = self._data.get(part, {})
@@ -180,6 +207,7 @@ class InMemoryBlobStore:
     def keys(
         self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> list[str]:
+        """The namespace's blob keys, sorted."""
         part = self._key(namespace, tenant, scope)
         with self._lock:
             return sorted(self._data.get(part, {}))
@@ -238,6 +266,9 @@ class FileBlobStore:
     def put(
         self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
     ) -> str:
+        """Store ``data`` in the namespace's directory (written whole, then renamed); its content
+        key.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ValidationError(f"blob data must be bytes, got {type(data).__name__}")
         data = bytes(data)
@@ -273,6 +304,7 @@ class FileBlobStore:
     def get(
         self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> bytes:
+        """The bytes stored under ``key``; ``NotFoundError`` when there are none."""
         path = self._dir(namespace, tenant, scope) / _check_key(key)
         try:
             return path.read_bytes()
@@ -291,6 +323,9 @@ class FileBlobStore:
         tenant: str = "default",
         scope: Scope | None = None,
     ) -> int:
+        """Delete the blob ``key``, or the whole namespace when ``key`` is None; how many blobs
+        went.
+        """
         directory = self._dir(namespace, tenant, scope)
         if key is not None:
             path = directory / _check_key(key)
@@ -310,6 +345,7 @@ class FileBlobStore:
     def keys(
         self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> list[str]:
+        """The namespace's blob keys, sorted."""
         directory = self._dir(namespace, tenant, scope)
         if not directory.is_dir():
             return []

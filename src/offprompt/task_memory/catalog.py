@@ -53,23 +53,27 @@ class VectorCatalog:
         self._lock = threading.Lock()
 
     def get(self, namespace: str) -> Meta | None:
+        """The namespace's metadata, or ``None`` when it has none."""
         meta = self.vector_store.get_metadata(namespace, META_KEY)
         if meta is not None:
             meta[VERSION] = 1
         return meta
 
     def list_all(self) -> dict[str, Meta]:
+        """Every namespace's metadata, by namespace."""
         docs = self.vector_store.list_metadata(META_KEY)
         for meta in docs.values():
             meta[VERSION] = 1
         return docs
 
     def commit(self, namespace: str, meta: Meta, *, blobs: Sequence[str] = ()) -> bool:
+        """Write the namespace's metadata (one point, so always at once); ``True``."""
         self.vector_store.put_metadata(namespace, META_KEY, _clean(meta))
         meta[VERSION] = 1
         return True
 
     def delete(self, namespace: str) -> Meta | None:
+        """Delete the namespace's metadata; what it was, or ``None``."""
         meta = self.get(namespace)
         self.vector_store.delete_metadata(namespace, META_KEY)
         return meta
@@ -86,9 +90,13 @@ class VectorCatalog:
         """Nothing to record: the metadata's ``indexed`` flags are the record."""
 
     def indexed_namespaces(self) -> list[str]:
+        """Namespaces tracked as indexed apart from their metadata: none (the vector store is the
+        catalog).
+        """
         return []
 
     def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
+        """Nothing to do here: the metadata points go with the vector store's ``forget_scope``; 0."""
         return 0  # the metadata points go with the vector store's forget_scope
 
     def close(self) -> None:
@@ -128,12 +136,14 @@ class StoreCatalog:
         self._owned = owned
 
     def get(self, namespace: str) -> Meta | None:
+        """The namespace's committed metadata (with its version), or ``None``."""
         record = self.store.task_get(namespace, scope=self.scope)
         if record is None:
             return None
         return {**record.meta, VERSION: record.version}
 
     def list_all(self) -> dict[str, Meta]:
+        """Every committed namespace's metadata (with its version), by namespace."""
         return {
             r.namespace: {**r.meta, VERSION: r.version}
             for r in self.store.task_list(scope=self.scope)
@@ -158,14 +168,17 @@ class StoreCatalog:
         return True
 
     def delete(self, namespace: str) -> Meta | None:
+        """Delete the namespace's record from the store; its last metadata, or ``None``."""
         record = self.store.task_delete(namespace, scope=self.scope)
         return None if record is None else {**record.meta, VERSION: record.version}
 
     def held(self, namespace: str, meta: Meta) -> dict[str, int]:
+        """The generations of the namespace this process's index holds, by artifact."""
         doc = self.vector_store.get_metadata(namespace, INDEX_KEY) or {}
         return {str(k): int(v) for k, v in (doc.get("generations") or {}).items()}
 
     def mark_held(self, namespace: str, held: dict[str, int]) -> None:
+        """Record which generations this process's index holds (none: forget the record)."""
         if held:
             self.vector_store.put_metadata(namespace, INDEX_KEY, {"generations": held})
         else:
@@ -180,6 +193,7 @@ class StoreCatalog:
         return self.store.task_forget_scope(scope, all=all)[0]
 
     def close(self) -> None:
+        """Close the store if this catalog opened it."""
         if self._owned:
             self.store.close()
 
@@ -204,6 +218,9 @@ class StoreBlobStore:
     def put(
         self, namespace: str, data: bytes, *, tenant: str = "default", scope: Scope | None = None
     ) -> str:
+        """Store ``data`` through the store's task-blob API; its content key (checked to be the
+        SHA-256).
+        """
         key = self.store.task_put_blob(namespace, data, scope=self._scope(tenant, scope))
         if key != content_key(bytes(data)):
             raise StorageError(f"store returned blob key {key!r}, not the content's SHA-256")
@@ -212,6 +229,7 @@ class StoreBlobStore:
     def get(
         self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> bytes:
+        """The bytes stored under ``key``; ``NotFoundError`` when there are none."""
         return self.store.task_get_blob(namespace, key, scope=self._scope(tenant, scope))
 
     def delete(
@@ -222,11 +240,15 @@ class StoreBlobStore:
         tenant: str = "default",
         scope: Scope | None = None,
     ) -> int:
+        """Delete the blob ``key``, or the whole namespace when ``key`` is None; how many blobs
+        went.
+        """
         return self.store.task_delete_blob(namespace, key, scope=self._scope(tenant, scope))
 
     def keys(
         self, namespace: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> list[str]:
+        """The namespace's blob keys."""
         return self.store.task_blob_keys(namespace, scope=self._scope(tenant, scope))
 
     def forget_scope(self, scope: Scope, *, all: bool = False) -> int:
@@ -235,6 +257,7 @@ class StoreBlobStore:
 
 
 def missing_blob(namespace: str, exc: NotFoundError) -> NotFoundError:
+    """The ``NotFoundError`` for a blob that vanished because its namespace was deleted mid-read."""
     return NotFoundError(
         f"namespace {namespace!r} was deleted while it was being read ({exc})",
         namespace=namespace,

@@ -47,6 +47,7 @@ class Chunk:
 
     @property
     def tokens(self) -> int:
+        """How many tokens the chunk holds."""
         return int(self.token_ids.size)
 
 

@@ -46,6 +46,7 @@ class BackgroundIndexer:
 
     @property
     def stopped(self) -> bool:
+        """Whether :meth:`stop` was called (no new job starts)."""
         return self._stopping
 
     def submit(self, namespace: str) -> bool:

@@ -28,10 +28,12 @@ class ActionSubtaskMetaEntry:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as a JSON-ready dict."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ActionSubtaskMetaEntry:
+        """Rebuild an entry from ``to_dict()`` output; ``DeserializationError`` on a bad shape."""
         try:
             return cls(
                 thought=str(data["thought"]),
@@ -45,6 +47,7 @@ class ActionSubtaskMetaEntry:
             ) from None
 
     def to_text(self) -> str:
+        """The entry as prompt text: thought, actions and answer, one line each."""
         return f"Thought: {self.thought}\nActions: {self.actions}\nAnswer: {self.answer}"
 
 
@@ -64,10 +67,12 @@ class MetaMemory:
 
     @property
     def entries(self) -> list[ActionSubtaskMetaEntry]:
+        """A copy of the entries, oldest first."""
         with self._lock:
             return list(self._entries)
 
     def add_entry(self, entry: ActionSubtaskMetaEntry) -> None:
+        """Append ``entry``; ``ValidationError`` unless it is an ``ActionSubtaskMetaEntry``."""
         if not isinstance(entry, ActionSubtaskMetaEntry):
             raise ValidationError(
                 f"MetaMemory entries must be ActionSubtaskMetaEntry, got {type(entry).__name__}"
@@ -76,8 +81,10 @@ class MetaMemory:
             self._entries.append(entry)
 
     def clear(self) -> None:
+        """Remove every entry."""
         with self._lock:
             self._entries.clear()
 
     def to_text(self) -> str:
+        """Every entry's text, separated by blank lines."""
         return "\n\n".join(e.to_text() for e in self.entries)

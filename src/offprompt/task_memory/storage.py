@@ -48,11 +48,15 @@ class ArtifactStorage(Protocol):
         generation: str,
         first_seq: int,
         tenant: str,
-    ) -> Entry: ...
+    ) -> Entry:
+        """Store ``artifact`` under ``namespace`` as generation ``generation``; the entry describing
+        it (committed by ``TaskMemory``).
+        """
+        ...
 
-    def load(
-        self, namespace: str, entries: Sequence[Entry], *, tenant: str
-    ) -> list[BaseArtifact]: ...
+    def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
+        """The artifacts that ``entries`` describe, in order, as they were written."""
+        ...
 
     def discard(
         self,
@@ -61,7 +65,11 @@ class ArtifactStorage(Protocol):
         *,
         tenant: str,
         generations: Sequence[str] | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Delete what ``entries`` (or, with ``generations``, those generations; or, both None, the
+        namespace) stored.
+        """
+        ...
 
 
 def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
@@ -373,6 +381,9 @@ class TextArtifactStorage:
         return "".join(r.text for r in records)
 
     def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
+        """The texts that ``entries`` describe, byte-identical: from the raw store, or joined from
+        the chunks.
+        """
         out: list[BaseArtifact] = []
         for entry in entries:
             if entry.get("raw") and self.raw_store is not None:
@@ -412,6 +423,9 @@ class TextArtifactStorage:
         tenant: str,
         mode: Any = "hybrid",
     ) -> list[Hit]:
+        """The ``top_n`` chunks of the committed ``entries`` that best match ``query`` (``mode``
+        hybrid, dense or sparse).
+        """
         gens = [e["generation"] for e in entries]
         if not gens:
             return []
@@ -441,6 +455,9 @@ class TextArtifactStorage:
         tenant: str,
         generations: Sequence[str] | None = None,
     ) -> None:
+        """Delete the chunks and raw text that ``entries`` (or ``generations``; both None: the
+        namespace) stored.
+        """
         store = self._store(tenant)
         if generations is not None:
             if generations:
@@ -487,6 +504,7 @@ class BlobArtifactStorage:
         first_seq: int,
         tenant: str,
     ) -> Entry:
+        """Store the blob's bytes in the blob store; the entry (its content key, size and fields)."""
         if not isinstance(artifact, BlobArtifact):
             raise ValidationError(f"BlobArtifactStorage stores BlobArtifact, got {artifact.type}")
         key = self.blob_store.put(namespace, artifact.value, tenant=tenant, **self._kw)
@@ -497,6 +515,7 @@ class BlobArtifactStorage:
         return entry
 
     def load(self, namespace: str, entries: Sequence[Entry], *, tenant: str) -> list[BaseArtifact]:
+        """The blobs that ``entries`` describe, rebuilt as the artifacts that were written."""
         out = []
         for entry in entries:
             data = self.blob_store.get(namespace, entry["key"], tenant=tenant, **self._kw)
@@ -511,6 +530,7 @@ class BlobArtifactStorage:
         tenant: str,
         generations: Sequence[str] | None = None,
     ) -> None:
+        """Delete the blobs of ``entries`` (``None``: the whole namespace)."""
         if entries is None:
             self.blob_store.delete(namespace, tenant=tenant, **self._kw)
             return

@@ -66,6 +66,7 @@ from offprompt.errors import (
     StorageMismatchError,
     ValidationError,
 )
+from offprompt.names import validate_namespace
 from offprompt.retention import PruneReport, Retained, RetentionPolicy, evict
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import BaseStore
@@ -100,7 +101,7 @@ from offprompt.task_memory.storage import (
 from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
-from offprompt.vectors import QdrantVectorStore, validate_namespace
+from offprompt.vectors import QdrantVectorStore
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
 
@@ -1801,16 +1802,19 @@ class TaskMemory:
     async def astore_artifact(
         self, namespace: str, artifact: BaseArtifact, **kwargs: Any
     ) -> dict[str, Any]:
+        """Async twin of :meth:`store_artifact`."""
         return await asyncio.to_thread(self.store_artifact, namespace, artifact, **kwargs)
 
     async def aquery(
         self, namespace: str, query: str, top_n: int = 5, *, mode: str = "hybrid"
     ) -> ListArtifact:
+        """Async twin of :meth:`query`."""
         return await asyncio.to_thread(self.query, namespace, query, top_n, mode=mode)
 
     async def aread(
         self, namespace: str, page: int = 1, page_tokens: int | None = None
     ) -> TextArtifact:
+        """Async twin of :meth:`read`."""
         return await asyncio.to_thread(self.read, namespace, page, page_tokens)
 
     async def asummarize(
@@ -1820,6 +1824,7 @@ class TaskMemory:
         *,
         max_tokens: int | None = None,
     ) -> TextArtifact:
+        """Async twin of :meth:`summarize`."""
         if summarizer is None:
             return await asyncio.to_thread(self.summarize, namespace, None, max_tokens=max_tokens)
         # A caller's summarizer may be a real async LLM call: keep it on the loop.
@@ -1840,15 +1845,19 @@ class TaskMemory:
         )
 
     async def aload_artifacts(self, namespace: str) -> ListArtifact:
+        """Async twin of :meth:`load_artifacts`."""
         return await asyncio.to_thread(self.load_artifacts, namespace)
 
     async def adelete(self, namespace: str) -> bool:
+        """Async twin of :meth:`delete`."""
         return await asyncio.to_thread(self.delete, namespace)
 
     async def anamespaces(self) -> list[str]:
+        """Async twin of :meth:`namespaces`."""
         return await asyncio.to_thread(self.namespaces)
 
     async def anamespace_metadata(self, namespace: str) -> dict[str, Any]:
+        """Async twin of :meth:`namespace_metadata`."""
         return await asyncio.to_thread(self.namespace_metadata, namespace)
 
     async def astats(self, namespace: str) -> OutputStats:

@@ -4,7 +4,6 @@
 BM25 over the :class:`Analyzer`'s word terms for sparse vectors, and the embedded Qdrant engine.
 """
 
-from offprompt.names import validate_namespace
 from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import Hit, Range, VectorRecord, point_id
@@ -26,5 +25,4 @@ __all__ = [
     "SparseVector",
     "VectorRecord",
     "point_id",
-    "validate_namespace",
 ]

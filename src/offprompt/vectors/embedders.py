@@ -130,6 +130,7 @@ class HashingEmbedder:
 
     @property
     def dimensions(self) -> int:
+        """The length of every vector."""
         return self._dimensions
 
     def _wants_grams(self, word: bytes) -> bool:
@@ -266,7 +267,9 @@ class HashingEmbedder:
         return self.embed_documents([text])[0]
 
     async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents` (in a worker thread)."""
         return await asyncio.to_thread(self.embed_documents, texts)
 
     async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query` (in a worker thread)."""
         return await asyncio.to_thread(self.embed_query, text)

@@ -49,7 +49,9 @@ _FORM_CACHE = 65_536
 class IdTokenizer(Protocol):
     """What the sparse encoder needs of a tokenizer: text to integer ids."""
 
-    def encode(self, text: str) -> list[int]: ...
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,13 @@ def widen(
 class SparseEncoder(Protocol):
     """What a store needs of a sparse encoder: documents and queries to sparse vectors."""
 
-    def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]: ...
+    def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
+        """One sparse vector per text, for storing."""
+        ...
 
-    def encode_query(self, text: str) -> SparseVector: ...
+    def encode_query(self, text: str) -> SparseVector:
+        """The sparse vector of a query."""
+        ...
 
 
 class BM25WordEncoder:

@@ -254,6 +254,7 @@ class QdrantVectorStore:
 
     @property
     def embedder(self) -> Embedder:
+        """The embedder of the dense vectors."""
         return self._core.embedder
 
     @property
@@ -688,6 +689,9 @@ class QdrantVectorStore:
                 return out
 
     def delete_metadata(self, namespace: str, key: str) -> None:
+        """Delete the metadata stored under ``key`` for the namespace (none stored: nothing
+        happens).
+        """
         validate_namespace(namespace)
         self._backend.delete_ids([self._pid(namespace, "\x00meta:" + key)])
 

@@ -195,37 +195,17 @@ def _follow_up_reply(messages: Sequence[Any]) -> str:
 
 
 def _llamaindex_llm(reply: Callable[[Sequence[Any]], str], received: list[Any]) -> Any:
-    """A scripted LlamaIndex ``CustomLLM`` whose reply is ``reply(messages)``.
+    """A scripted LlamaIndex LLM (``offprompt_llamaindex.testing``) whose reply is ``reply(messages)``.
 
-    The messages of its last call are kept in ``received`` (a closure, not a pydantic
-    field: the class is built here, where the framework is importable).
+    The messages of its last call are kept in ``received``.
     """
-    from llama_index.core.base.llms.types import (
-        ChatMessage,
-        ChatResponse,
-        CompletionResponse,
-        LLMMetadata,
-    )
-    from llama_index.core.llms import CustomLLM
+    from offprompt_llamaindex.testing import ScriptedFunctionLLM
 
-    class ScriptedLLM(CustomLLM):  # type: ignore[misc,unused-ignore]
-        @property
-        def metadata(self) -> LLMMetadata:
-            return LLMMetadata(context_window=16_000, is_chat_model=True, model_name="scripted")
+    def step(messages: list[Any]) -> str:
+        received[:] = messages
+        return reply(messages)
 
-        def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-            received[:] = messages
-            return ChatResponse(message=ChatMessage(role="assistant", content=reply(messages)))
-
-        def complete(
-            self, prompt: str, formatted: bool = False, **kwargs: Any
-        ) -> CompletionResponse:
-            return CompletionResponse(text=reply([ChatMessage(role="user", content=prompt)]))
-
-        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-            yield self.complete(prompt)
-
-    return ScriptedLLM()
+    return ScriptedFunctionLLM(script=[step])  # the last step repeats
 
 
 # -- the run ------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from typing import Any
 from langchain_core.stores import BaseStore
 
 from offprompt.errors import NotFoundError, ValidationError
-from offprompt.task_memory import BlobStore, FileBlobStore, InMemoryBlobStore, validate_namespace
+from offprompt.names import validate_namespace
+from offprompt.task_memory import BlobStore, FileBlobStore, InMemoryBlobStore
 
 __all__ = ["OffpromptBlobStore"]
 

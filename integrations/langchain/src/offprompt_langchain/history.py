@@ -61,7 +61,7 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
             many tokens (system prompt kept, tool calls never split from results);
             otherwise the full history.
         tracer: Receives the memory's trace events (write, window...), e.g. a
-            :class:`~offprompt_langchain.tracing.LangChainTracer` (not with ``memory=``).
+            :class:`~offprompt_langchain.tracing.OffpromptCallbackTracer` (not with ``memory=``).
         tokenizer: Counts each message once, when stored (tiktoken ``o200k_base``).
 
     Attributes:

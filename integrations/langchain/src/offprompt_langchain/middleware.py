@@ -288,7 +288,7 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_output_tokens: Bound of the memory tools' outputs.
         tokenizer: Counts tokens for the budget (tiktoken ``o200k_base``).
         tracer: Receives the ``window`` and ``summary`` trace events of the budgeted input
-            (e.g. :class:`~offprompt_langchain.tracing.LangChainTracer`, which forwards
+            (e.g. :class:`~offprompt_langchain.tracing.OffpromptCallbackTracer`, which forwards
             them to the run's callbacks); give the task memory its own ``tracer=`` for
             ``offload`` / ``query`` events.
 

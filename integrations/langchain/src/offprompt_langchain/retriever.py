@@ -15,7 +15,8 @@ from pydantic import ConfigDict, Field, field_validator
 
 from offprompt.artifacts import BaseArtifact
 from offprompt.errors import ValidationError
-from offprompt.task_memory import TaskMemory, validate_namespace
+from offprompt.names import validate_namespace
+from offprompt.task_memory import TaskMemory
 
 __all__ = ["TaskMemoryRetriever"]
 

@@ -76,7 +76,8 @@ from langgraph.store.base import (
 )
 
 from offprompt.errors import ValidationError
-from offprompt.vectors import Hit, QdrantVectorStore, VectorRecord, validate_namespace
+from offprompt.names import validate_namespace
+from offprompt.vectors import Hit, QdrantVectorStore, VectorRecord
 from offprompt.vectors.fusion import fuse
 from offprompt.vectors.records import Range
 from offprompt.vectors.records import VectorRecord as _Record

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -63,7 +63,11 @@ class ScriptedChatModel(BaseChatModel):
 
     Attributes:
         script: The replies, in order.
+        default: The step for every call past the script (e.g. a function of the
+            input, for a stand-in summarizer); ``None``: such a call raises
+            :class:`ScriptExhaustedError`.
         calls: Every input received, in order (a copy of the message list).
+        modes: How each call came in, parallel to ``calls``: ``"sync"`` or ``"async"``.
         bound_tools: The tool names bound for each call (``[]`` when none).
 
     Example:
@@ -76,8 +80,10 @@ class ScriptedChatModel(BaseChatModel):
 
     # Any: pydantic would try to build an AIMessage out of a function in a union.
     script: list[Any] = Field(default_factory=list)
+    default: Any = None
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _tools: list[list[str]] = PrivateAttr(default_factory=list)
+    _modes: list[str] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @field_validator("script")
@@ -91,16 +97,32 @@ class ScriptedChatModel(BaseChatModel):
                 )
         return script
 
+    @field_validator("default")
+    @classmethod
+    def _default_step(cls, step: Any) -> Any:
+        if step is not None and not isinstance(step, (AIMessage, str)) and not callable(step):
+            raise ValidationError(
+                f"default must be an AIMessage, a str, a function or None, got {type(step).__name__}"
+            )
+        return step
+
     @property
     def _llm_type(self) -> str:
         return "offprompt-scripted"
 
     @property
     def calls(self) -> list[list[BaseMessage]]:
+        """Every input received, in order (a copy of each message list)."""
         return self._calls
 
     @property
+    def modes(self) -> list[str]:
+        """How each call came in, parallel to :attr:`calls`: ``"sync"`` or ``"async"``."""
+        return self._modes
+
+    @property
     def bound_tools(self) -> list[list[str]]:
+        """The tool names bound for each call (``[]`` when none)."""
         return self._tools
 
     def chars_sent(self) -> int:
@@ -126,16 +148,34 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        return self._respond("sync", messages, kwargs)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._respond("async", messages, kwargs)
+
+    def _respond(
+        self, mode: str, messages: list[BaseMessage], kwargs: dict[str, Any]
+    ) -> ChatResult:
         with self._lock:
             position = len(self._calls)
             self._calls.append(list(messages))
+            self._modes.append(mode)
             self._tools.append(list(kwargs.get("offprompt_tool_names", [])))
-        if position >= len(self.script):
+        if position < len(self.script):
+            step: Step = self.script[position]
+        elif self.default is not None:
+            step = self.default
+        else:
             raise ScriptExhaustedError(
                 f"ScriptedChatModel was called {position + 1} times; its script has "
                 f"{len(self.script)} steps"
             )
-        step: Step = self.script[position]
         reply = step(list(messages)) if callable(step) else step
         message = AIMessage(content=reply) if isinstance(reply, str) else reply.model_copy()
         return ChatResult(generations=[ChatGeneration(message=message)])

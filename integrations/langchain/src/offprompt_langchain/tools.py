@@ -142,6 +142,7 @@ async def aoffload_message(
 
 
 def check_task_memory(task_memory: Any) -> TaskMemory:
+    """``task_memory`` if it is an offprompt ``TaskMemory``; else ``ValidationError``."""
     if not isinstance(task_memory, TaskMemory):
         raise ValidationError(
             f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"

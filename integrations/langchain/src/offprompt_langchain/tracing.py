@@ -1,4 +1,4 @@
-"""``LangChainTracer``: offprompt's context-assembly trace as LangChain custom events.
+"""``OffpromptCallbackTracer``: offprompt's context-assembly trace as LangChain custom events.
 
 Every :class:`~offprompt.trace.TraceEvent` (write, evict, summary, offload, query,
 window, longterm_read) becomes a LangChain custom event named ``"offprompt.<kind>"``
@@ -7,8 +7,9 @@ dispatched with ``dispatch_custom_event``, so every callback handler of that run
 in ``on_custom_event`` and ``astream_events`` yields it; outside a run it goes to the
 handlers given to the tracer.
 
-Not to be confused with ``langchain_core.tracers.LangChainTracer`` (LangSmith); import
-this one from ``offprompt_langchain.tracing``.
+It was called ``LangChainTracer`` in 0.1.0, the name of LangSmith's tracer in
+``langchain_core.tracers``; the old name still works for one release, with a
+``DeprecationWarning``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 import inspect
 import logging
 import uuid
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +28,7 @@ from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_cu
 from offprompt.errors import ValidationError
 from offprompt.trace import TraceEvent
 
-__all__ = ["EVENT_PREFIX", "LangChainTracer", "event_name"]
+__all__ = ["EVENT_PREFIX", "OffpromptCallbackTracer", "event_name"]
 
 logger = logging.getLogger("offprompt.trace")
 
@@ -39,7 +41,7 @@ def event_name(event: TraceEvent) -> str:
     return f"{EVENT_PREFIX}.{event.kind}"
 
 
-class LangChainTracer:
+class OffpromptCallbackTracer:
     """A :class:`~offprompt.trace.Tracer` that forwards events to LangChain callbacks.
 
     Args:
@@ -60,7 +62,7 @@ class LangChainTracer:
         ...     def __init__(self): self.names = []
         ...     def on_custom_event(self, name, data, **kwargs): self.names.append(name)
         >>> seen = Seen()
-        >>> memory = ConversationMemory(tracer=LangChainTracer(handlers=[seen]))
+        >>> memory = ConversationMemory(tracer=OffpromptCallbackTracer(handlers=[seen]))
         >>> memory.add_messages([Message.user("hi")])
         >>> seen.names
         ['offprompt.write']
@@ -79,7 +81,7 @@ class LangChainTracer:
         self._pending: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
-        return f"LangChainTracer(handlers={len(self.handlers)})"
+        return f"OffpromptCallbackTracer(handlers={len(self.handlers)})"
 
     def emit(self, event: TraceEvent) -> None:
         """Dispatch ``event`` into the current run, or hand it to ``handlers`` outside one."""
@@ -144,3 +146,17 @@ class LangChainTracer:
 
 async def _awaited(awaitable: Any) -> None:
     await awaitable
+
+
+def __getattr__(name: str) -> Any:
+    """The deprecated name ``LangChainTracer`` (one release), with a ``DeprecationWarning``."""
+    if name == "LangChainTracer":
+        warnings.warn(
+            "offprompt_langchain.tracing.LangChainTracer is renamed OffpromptCallbackTracer "
+            "(the old name shadows langchain_core.tracers.LangChainTracer); "
+            "the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return OffpromptCallbackTracer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
