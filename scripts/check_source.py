@@ -45,12 +45,6 @@ OVERSIZED: dict[str, str] = {
     "src/offprompt/stores/postgres.py": (
         "schema and migrations / the sans-IO operations / connections and pools / the store"
     ),
-    "integrations/langchain/src/offprompt_langchain/checkpoint.py": (
-        "keys / thread messages / delta chains / the saver"
-    ),
-    "src/offprompt/longterm/long_term.py": (
-        "ranking / payload mapping / the facade (search and asearch hand-copied)"
-    ),
     "src/offprompt/vectors/_backends.py": (
         "the edge engine / the client, to meet behind one typing.Protocol"
     ),
