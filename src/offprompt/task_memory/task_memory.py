@@ -101,6 +101,7 @@ from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import QdrantVectorStore, validate_namespace
+from offprompt.vectors._scratch import sweep_stale
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
 
@@ -1433,10 +1434,13 @@ class TaskMemory:
         Reaches the whole collection and blob stores of this memory, not only its own
         scope (it is an administrative call; :func:`offprompt.forget.forget` uses it).
         Returns ``{"points": n, "blobs": m}`` (a text output's raw text is a blob too).
-        Pending indexing finishes first, so no chunk is written after the deletion.
+        Pending indexing finishes first, so no chunk is written after the deletion. The
+        private indexes that killed processes left in the temp directory (they may hold
+        the text too) are removed; live processes' are named by :meth:`forget_unreached`.
         """
         if self._indexer is not None:
             self._indexer.wait()
+        sweep_stale()
         points = self.vector_store.forget_scope(scope, all=all)
         outputs = self._catalog.forget_scope(scope, all=all)
         blobs = 0
