@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -138,3 +139,25 @@ def test_forget_reaches_every_file_of_the_directory_and_names_what_it_could_not(
     finally:
         other_user.close()
         first.close()
+
+
+def test_forget_from_a_process_without_the_durable_index_says_it_keeps_bytes(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "tm"
+    scope = Scope(user="u1")
+    with TaskMemory(path=root, scope=scope) as holder, TaskMemory(path=root, scope=scope) as other:
+        assert (holder.index_location, other.index_location) == ("path", "memory")
+        holder.store_artifact("secret", TextArtifact("vault-9 rotation key SECRET-9d2\n" * 50))
+        holder.wait_indexed("secret")
+        report = forget(scope, task_memory=other, purge=True)
+        residue = [r for result in report.results for r in result.residue]
+        durable = [r for r in residue if "durable chunk index" in r]
+        assert durable == [
+            f"the durable chunk index {root / 'vectors'} (kept open by process "
+            f"{socket.gethostname()}:{os.getpid()}): its files keep the deleted bytes"
+        ]
+        assert not report.purged and other.namespaces() == holder.namespaces() == []
+        # From the holder, the same forget clears the directory's files.
+        forget(scope, task_memory=holder, purge=True)
+        assert files_holding(root, b"SECRET-9d2") == []

@@ -1462,8 +1462,15 @@ class TaskMemory:
             return None
         key = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         try:
+            index = (
+                str(self.path / "vectors")
+                if self.path is not None and self.index_location == "path"
+                else "private"
+            )
             self.store.set_state(
-                _INDEXES[0], key, {"host": socket.gethostname(), "pid": os.getpid()}
+                _INDEXES[0],
+                key,
+                {"host": socket.gethostname(), "pid": os.getpid(), "index": index},
             )
         except OffpromptError:
             return None
@@ -1481,7 +1488,8 @@ class TaskMemory:
         metadata) and drop its chunks within seconds of their next use."""
         if self.store is None:
             return []
-        others = []
+        others: list[str] = []
+        durable: list[str] = []
         with contextlib.suppress(OffpromptError):
             for key in self.store.state_keys(_INDEXES[0]):
                 if key == self._registration:
@@ -1491,13 +1499,21 @@ class TaskMemory:
                     self.store.delete_state(_INDEXES[0], key)  # a process that died
                     continue
                 others.append(f"{host}:{pid}")
+                record = self.store.get_state(_INDEXES[0], key)
+                index = record.get("index") if isinstance(record, dict) else None
+                if index and index != "private":
+                    durable.append(f"{index} (kept open by process {host}:{pid})")
         if not others:
             return []
-        return [
+        found = [
             f"the embedded chunk indexes of {len(others)} other open process(es) sharing "
             f"this memory's store ({', '.join(sorted(others))}): they drop the forgotten "
             "namespaces' chunks when next used and never answer from them"
         ]
+        # The durable index is a file of the shared directory: name it, so the report
+        # says the directory still holds bytes (forget from that process, purge=True).
+        found += [f"the durable chunk index {d}: its files keep the deleted bytes" for d in durable]
+        return found
 
     def _maybe_sweep(self) -> None:
         """Every few seconds of use: drop the chunks of namespaces others deleted."""
