@@ -4,7 +4,7 @@ invoked as an agent's tool node would).
 
 LangChain's ``offprompt_tool`` stores an output in one process; LangChain's
 ``task_memory_tools`` and LlamaIndex's ``TaskMemoryToolSpec`` read, grep and query it in
-others. A process with a ``RetentionPolicy`` evicts what another stored, a ``prune`` in
+another that stored nothing. A process with a ``RetentionPolicy`` evicts what another stored, a ``prune`` in
 yet another deletes what expired, and every process then sees the same namespaces.
 (``OffpromptMiddleware`` and LlamaIndex's tool wrapper across workers: tests/deploy.)
 """
@@ -18,6 +18,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from offprompt.errors import NotFoundError
 from offprompt.task_memory import TaskMemory
 
 SCRIPT = textwrap.dedent(
@@ -52,21 +55,18 @@ SCRIPT = textwrap.dedent(
         )
         out["content"] = message.content
         out["namespace"] = message.artifact["artifact_namespace"]
-    elif mode == "lc-read":
+    elif mode == "read":  # LangChain's memory tools, then LlamaIndex's, on what another stored
         from offprompt_langchain import task_memory_tools
+        from offprompt_llamaindex import TaskMemoryToolSpec
 
         tools = {t.name: t for t in task_memory_tools(memory)}
         where = {"memory_name": "TaskMemory", "artifact_namespace": args[0]}
         out["grep"] = tools["grep_memory"].invoke({**where, "pattern": "NEEDLE"})
         out["query"] = tools["query_memory"].invoke({**where, "query": "vault-9 rotation key"})
         out["read"] = tools["read_memory"].invoke({**where, "start_line": 1, "end_line": 1})
-    elif mode == "li-read":
-        from offprompt_llamaindex import TaskMemoryToolSpec
-
-        tools = {t.metadata.name: t for t in TaskMemoryToolSpec(memory).to_tool_list()}
-        where = {"memory_name": "TaskMemory", "artifact_namespace": args[0]}
-        out["grep"] = tools["grep_memory"].call(**where, pattern="NEEDLE").content
-        out["query"] = tools["query_memory"].call(**where, query="vault-9 rotation key").content
+        li = {t.metadata.name: t for t in TaskMemoryToolSpec(memory).to_tool_list()}
+        out["li_grep"] = li["grep_memory"].call(**where, pattern="NEEDLE").content
+        out["li_query"] = li["query_memory"].call(**where, query="vault-9 rotation key").content
     elif mode == "store":
         from offprompt.artifacts import TextArtifact
 
@@ -104,12 +104,11 @@ def test_wrappers_and_retention_share_one_path(tmp_path: Path) -> None:
         namespace = stored["namespace"]
         assert f'artifact_namespace "{namespace}"' in stored["content"]
 
-        lc = run(root, "lc-read", namespace)
-        assert "1 matching line(s)" in lc["grep"] and "1501: " in lc["grep"]
-        assert "NEEDLE-hdfs" in lc["query"]  # built its own index from the stored text
-        assert "2026-03-14 INFO hdfs GET /items/0 200" in lc["read"]
-        li = run(root, "li-read", namespace)
-        assert "1 matching line(s)" in li["grep"] and "NEEDLE-hdfs" in li["query"]
+        found = run(root, "read", namespace)
+        assert "1 matching line(s)" in found["grep"] and "1501: " in found["grep"]
+        assert "NEEDLE-hdfs" in found["query"]  # built its own index from the stored text
+        assert "2026-03-14 INFO hdfs GET /items/0 200" in found["read"]
+        assert "1 matching line(s)" in found["li_grep"] and "NEEDLE-hdfs" in found["li_query"]
         assert here.grep(namespace, "NEEDLE-hdfs").total_matches == 1
 
         # Retention in one process evicts what others stored (oldest first) ...
@@ -117,7 +116,8 @@ def test_wrappers_and_retention_share_one_path(tmp_path: Path) -> None:
         kept = run(root, "retain", "third", "2")["namespaces"]
         assert kept == ["second", "third"]
         assert here.namespaces() == ["second", "third"]
-        assert run(root, "lc-read", namespace)["grep"].startswith("Error")  # gone everywhere
+        with pytest.raises(NotFoundError):  # evicted for every process
+            here.grep(namespace, "NEEDLE")
         # ... and a prune in another deletes everything that expired.
         pruned = run(root, "prune")
         assert pruned["pruned"] == 2 and pruned["namespaces"] == []

@@ -35,7 +35,7 @@ HOLDER = textwrap.dedent(
     memory = TaskMemory(path=root, scope=Scope(user=user))
     hits = memory.query(namespace, "rotation key", top_n=3).to_text() if namespace != "-" else ""
     backend = memory.vector_store._backend
-    print(json.dumps({"pid": memory.index_location, "dir": str(backend.directory.parent),
+    print(json.dumps({"index": memory.index_location, "dir": str(backend.directory.parent),
                       "hits": hits}), flush=True)
     for line in sys.stdin:  # "query NS": answer from this process's index; EOF: close
         hits = memory.query(line.split()[1], "rotation key", top_n=3).to_text()
