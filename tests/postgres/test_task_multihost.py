@@ -4,8 +4,10 @@ A reference stored on host A is read, grepped and queried on hosts B and C (netw
 namespaces behind veth pairs, see ``tests/netns_testing.py``; each host process builds
 its own embedded index from the text in PostgreSQL). Faults: A's link cut mid-store of
 a 75 MB output, and the server restarted mid-store: the namespace is absent or whole on
-every other host, and what was committed before stays. The same processes over the
-server's unix socket run without network namespaces.
+every other host, and what was committed before stays; two processes storing one
+namespace name at once both land; a namespace deleted while another connection reads it
+is a clear NotFoundError. The same processes over the server's unix socket run without
+network namespaces.
 """
 
 from __future__ import annotations
@@ -166,3 +168,55 @@ def test_stored_on_host_a_read_on_b_and_c_and_a_cut_link(
     else:
         assert "cut" not in seen["namespaces"]
     assert stored == seen["cut"]["present"]
+
+
+def test_two_processes_storing_one_namespace_on_postgres_both_land(
+    postgres_dsn: str, tmp_path: Path
+) -> None:
+    """Documented outcome, as with ``path=``: both outputs land, in commit order (the
+    later commit sees a version conflict, merges and commits again); neither is lost."""
+    barrier = tmp_path / "go"
+    cmd = [sys.executable, str(WORKER), f"pg:{postgres_dsn}"]
+    procs = [start([*cmd, "store", "same", str(n), "--wait", str(barrier)]) for n in (2000, 3000)]
+    barrier.touch()
+    assert all(finish(proc)["stored"] for proc in procs)
+    with PostgresStore(postgres_dsn) as store, TaskMemory(store=store) as memory:
+        texts = sorted(a.value for a in memory.load_artifacts("same").value)
+        assert texts == sorted([worker.make("same", 2000), worker.make("same", 3000)])
+        assert memory.grep("same", "NEEDLE-same").total_matches == 2
+        assert memory.stats("same").artifacts == 2
+
+
+def test_a_namespace_deleted_on_postgres_while_another_process_reads_it(
+    postgres_dsn: str,
+) -> None:
+    """A read that found the namespace and then loses its bytes to a delete through
+    another connection raises NotFoundError naming the deletion; later reads see it gone."""
+    from offprompt.artifacts import TextArtifact
+    from offprompt.errors import NotFoundError
+
+    with (
+        PostgresStore(postgres_dsn) as writer_store,
+        PostgresStore(postgres_dsn) as reader_store,
+        TaskMemory(store=writer_store) as writer,
+        TaskMemory(store=reader_store) as reader,
+    ):
+        writer.store_artifact("doomed", TextArtifact(worker.make("doomed", 500)))
+        writer.store_artifact("kept", TextArtifact(worker.make("kept", 500)))
+        assert reader.has_namespace("doomed")
+        raw = reader._text_storage().raw_store
+        assert raw is not None
+        real_get = raw.get
+
+        def get_after_delete(*args: Any, **kwargs: Any) -> bytes:
+            writer.delete("doomed")  # lands between the reader's metadata read and its fetch
+            return real_get(*args, **kwargs)
+
+        raw.get = get_after_delete  # type: ignore[method-assign]
+        with pytest.raises(NotFoundError, match="deleted while it was being read"):
+            reader.grep("doomed", "NEEDLE")
+        raw.get = real_get  # type: ignore[method-assign]
+        with pytest.raises(NotFoundError, match="is not in"):
+            reader.grep("doomed", "NEEDLE")
+        assert reader.namespaces() == ["kept"] and reader.query("doomed", "vault").value == []
+        assert reader.grep("kept", "NEEDLE-kept").total_matches == 1  # committed: intact

@@ -102,6 +102,7 @@ from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import QdrantVectorStore
+from offprompt.vectors._scratch import sweep_stale
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
 
@@ -1422,10 +1423,13 @@ class TaskMemory:
         Reaches the whole collection and blob stores of this memory, not only its own
         scope (it is an administrative call; :func:`offprompt.forget.forget` uses it).
         Returns ``{"points": n, "blobs": m}`` (a text output's raw text is a blob too).
-        Pending indexing finishes first, so no chunk is written after the deletion.
+        Pending indexing finishes first, so no chunk is written after the deletion. The
+        private indexes that killed processes left in the temp directory (they may hold
+        the text too) are removed; live processes' are named by :meth:`forget_unreached`.
         """
         if self._indexer is not None:
             self._indexer.wait()
+        sweep_stale()
         points = self.vector_store.forget_scope(scope, all=all)
         outputs = self._catalog.forget_scope(scope, all=all)
         blobs = 0
@@ -1447,8 +1451,15 @@ class TaskMemory:
             return None
         key = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         try:
+            index = (
+                str(self.path / "vectors")
+                if self.path is not None and self.index_location == "path"
+                else "private"
+            )
             self.store.set_state(
-                _INDEXES[0], key, {"host": socket.gethostname(), "pid": os.getpid()}
+                _INDEXES[0],
+                key,
+                {"host": socket.gethostname(), "pid": os.getpid(), "index": index},
             )
         except OffpromptError:
             return None
@@ -1466,7 +1477,8 @@ class TaskMemory:
         metadata) and drop its chunks within seconds of their next use."""
         if self.store is None:
             return []
-        others = []
+        others: list[str] = []
+        durable: list[str] = []
         with contextlib.suppress(OffpromptError):
             for key in self.store.state_keys(_INDEXES[0]):
                 if key == self._registration:
@@ -1476,13 +1488,21 @@ class TaskMemory:
                     self.store.delete_state(_INDEXES[0], key)  # a process that died
                     continue
                 others.append(f"{host}:{pid}")
+                record = self.store.get_state(_INDEXES[0], key)
+                index = record.get("index") if isinstance(record, dict) else None
+                if index and index != "private":
+                    durable.append(f"{index} (kept open by process {host}:{pid})")
         if not others:
             return []
-        return [
+        found = [
             f"the embedded chunk indexes of {len(others)} other open process(es) sharing "
             f"this memory's store ({', '.join(sorted(others))}): they drop the forgotten "
             "namespaces' chunks when next used and never answer from them"
         ]
+        # The durable index is a file of the shared directory: name it, so the report
+        # says the directory still holds bytes (forget from that process, purge=True).
+        found += [f"the durable chunk index {d}: its files keep the deleted bytes" for d in durable]
+        return found
 
     def _maybe_sweep(self) -> None:
         """Every few seconds of use: drop the chunks of namespaces others deleted."""

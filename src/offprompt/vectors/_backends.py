@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from offprompt.errors import StorageError
+from offprompt.vectors._scratch import ScratchDir
 from offprompt.vectors.fusion import RRF_K as RRF_K  # re-exported (moved to fusion)
 from offprompt.vectors.records import FilterValue, Range
 from offprompt.vectors.sparse import SparseVector
@@ -272,8 +272,9 @@ class EdgeBackend:
     """The Qdrant engine embedded through ``qdrant_edge.EdgeShard`` (one shard = one collection).
 
     ``path=None`` uses a private temporary directory removed on :meth:`close` (the
-    ":memory:" equivalent: nothing outlives the process), so it runs without a
-    write-ahead log (see :func:`edge_config`).
+    ":memory:" equivalent: nothing outlives the process; a killed process's directory
+    is removed by the next one created, see :mod:`offprompt.vectors._scratch`), so it
+    runs without a write-ahead log (see :func:`edge_config`).
     """
 
     name = "edge"
@@ -289,10 +290,10 @@ class EdgeBackend:
         import qdrant_edge as qe
 
         self.qe = qe
-        self._temp: str | None = None
+        self._temp: ScratchDir | None = None
         if path is None:
-            self._temp = tempfile.mkdtemp(prefix="offprompt-edge-")
-            directory = Path(self._temp) / collection
+            self._temp = ScratchDir()  # removes those of processes that died, too
+            directory = Path(self._temp.path) / collection
         else:
             directory = Path(path) / collection
         self.directory = directory
@@ -308,7 +309,7 @@ class EdgeBackend:
             check_free_space(directory, existing, doing="open the embedded Qdrant shard")
         except StorageError:
             if self._temp is not None:
-                shutil.rmtree(self._temp, ignore_errors=True)
+                self._temp.remove()
             raise
         try:
             if directory.is_dir() and any(directory.iterdir()):
@@ -575,7 +576,7 @@ class EdgeBackend:
             self.shard.close()
         finally:
             if self._temp is not None:
-                shutil.rmtree(self._temp, ignore_errors=True)
+                self._temp.remove()
 
 
 # ------------------------------------------------------------------------- client
