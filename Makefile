@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test test-latest demo lint format bench clean dist-check docs test-embeddings
+.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -65,7 +65,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -115,3 +115,38 @@ test-latest: setup $(PG_STAMP)
 		$(PACKAGES) $(LATEST_TOOLS)
 	@$(LATEST)/bin/python -c 'import importlib.metadata as m, sys; print("newest releases:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))' $(LATEST_SHOWN)
 	$(LATEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(LATEST_EXCLUDED) $(LATEST_TESTS)
+
+# The oldest releases the declared ranges allow: a third virtualenv where every runtime
+# dependency of the six distributions is resolved to its declared lower bound
+# (`--resolution lowest-direct`; their own dependencies at the newest that fit), then
+# the test tools at whatever releases fit beside them (the runtime versions frozen as
+# constraints, so no tool can lift one), running the same tests as test-latest. A bound
+# that fails here is raised in its pyproject.toml, with a comment saying what broke.
+# The deepagents extra wants newer LangChain releases than the other distributions'
+# lowest, so it gets a second step: added at its own lowest, its tests run after.
+LOWEST := .venv-lowest
+LOWEST_PACKAGES := -e ".[mcp,postgres,otel]" -e "integrations/langchain[agents]" -e integrations/llamaindex \
+	-e integrations/demo -e integrations/anthropic -e integrations/openai_agents
+LOWEST_TOOLS := pytest pytest-asyncio pytest-timeout pytest-socket pytest-xdist hypothesis \
+	langchain-tests langgraph-checkpoint-conformance langgraph-checkpoint-sqlite \
+	opentelemetry-sdk langchain-mcp-adapters
+DEEPAGENTS_FILES := integrations/langchain/tests/test_deepagents_backend.py \
+	integrations/langchain/tests/test_deepagents_backend_ported.py \
+	integrations/langchain/tests/test_deepagents_guide.py
+# (these two resolve every public name, OffpromptBackend's deepagents imports included)
+DEEPAGENTS_NODES := integrations/langchain/tests/test_langchain_imports.py::test_all_is_exactly_the_public_api \
+	integrations/langchain/tests/test_tools.py::test_every_public_name_resolves
+LOWEST_SHOWN := $(LATEST_SHOWN) langgraph-prebuilt pillow rich typing-extensions google-re2 jmespath snowballstemmer
+
+test-lowest: setup $(PG_STAMP)
+	rm -rf $(LOWEST)
+	$(PY) -m venv $(LOWEST)
+	$(BIN)/uv pip install --quiet --resolution lowest-direct --python $(LOWEST)/bin/python $(LOWEST_PACKAGES)
+	$(BIN)/uv pip freeze --quiet --python $(LOWEST)/bin/python --exclude-editable > $(LOWEST)/runtime.txt
+	$(BIN)/uv pip install --quiet --python $(LOWEST)/bin/python --constraint $(LOWEST)/runtime.txt $(LOWEST_TOOLS)
+	@$(LOWEST)/bin/python -c 'import importlib.metadata as m, sys; print("lowest releases:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:] if n != "deepagents"))' $(LOWEST_SHOWN)
+	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(addprefix --ignore=,$(DEEPAGENTS_FILES)) \
+		$(addprefix --deselect=,$(DEEPAGENTS_NODES)) $(LATEST_TESTS)
+	$(BIN)/uv pip install --quiet --resolution lowest-direct --python $(LOWEST)/bin/python -e "integrations/langchain[agents,deepagents]"
+	@$(LOWEST)/bin/python -c 'import importlib.metadata as m, sys; print("with deepagents:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))' deepagents langchain-core langchain langgraph langgraph-checkpoint
+	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(DEEPAGENTS_FILES) $(DEEPAGENTS_NODES)

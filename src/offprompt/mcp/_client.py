@@ -11,6 +11,7 @@ It depends on no SDK API, so it is the same for every ``mcp`` version.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,7 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from offprompt.errors import RemoteError
 
-__all__ = ["CONNECTION_CLOSED", "REQUEST_TIMEOUT", "RemoteError", "UpstreamClient"]
+__all__ = ["CONNECTION_CLOSED", "REQUEST_TIMEOUT", "NoAnswer", "RemoteError", "UpstreamClient"]
 
 REQUEST_TIMEOUT = 408
 """Code of the error for a request the upstream did not answer in time (the SDK's)."""
@@ -29,9 +30,31 @@ CONNECTION_CLOSED = -32000
 """Code of the error for a request the upstream exited before answering (the SDK's)."""
 
 _METHOD_NOT_FOUND = -32601
+_INTERNAL_ERROR = -32603
 _CANCEL_SECONDS = 5.0
 
 
+class NoAnswer(RemoteError):
+    """No answer came: the upstream did not answer in time (:data:`REQUEST_TIMEOUT`) or
+    exited first (:data:`CONNECTION_CLOSED`).
+
+    A :class:`RemoteError` that is not one is the upstream's own JSON-RPC error, whatever
+    its code: a server may answer with ``-32000`` or ``408`` too.
+    """
+
+
+def _remote_error(error: Any) -> RemoteError:
+    """The upstream's JSON-RPC error object as a :class:`RemoteError`; a malformed one
+    (no object, a code that is no integer) is still its error, with what it holds."""
+    if not isinstance(error, dict):
+        return RemoteError(_INTERNAL_ERROR, "" if error is None else str(error))
+    code = error.get("code")
+    message = error.get("message")
+    return RemoteError(
+        code if isinstance(code, int) and not isinstance(code, bool) else _INTERNAL_ERROR,
+        message if isinstance(message, str) else "" if message is None else json.dumps(message),
+        error.get("data"),
+    )
 
 
 class _Waiting:
@@ -101,9 +124,10 @@ class UpstreamClient:
         Cancelled (the client cancelled, or an outer timeout), it tells the upstream.
 
         Raises:
-            RemoteError: The upstream answered with an error, did not answer within
-                ``timeout`` seconds (:data:`REQUEST_TIMEOUT`; it is then sent
-                ``notifications/cancelled``), or exited first (:data:`CONNECTION_CLOSED`).
+            RemoteError: The upstream answered with an error.
+            NoAnswer: The upstream did not answer within ``timeout`` seconds
+                (:data:`REQUEST_TIMEOUT`; it is then sent ``notifications/cancelled``),
+                or exited first (:data:`CONNECTION_CLOSED`).
         """
         self._last_id += 1
         request_id = self._last_id
@@ -113,18 +137,18 @@ class UpstreamClient:
             message["params"] = params
         try:
             if self.gone.is_set():
-                raise RemoteError(CONNECTION_CLOSED, "Connection closed")
+                raise NoAnswer(CONNECTION_CLOSED, "Connection closed")
             try:
                 await self._outgoing.send(message)
                 with anyio.fail_after(timeout):
                     await waiting.done.wait()
             except TimeoutError:
                 await self._cancel(request_id, f"timed out in offprompt mcp proxy ({method})")
-                raise RemoteError(
+                raise NoAnswer(
                     REQUEST_TIMEOUT, f"Timed out while waiting for the answer to {method}"
                 ) from None
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                raise RemoteError(CONNECTION_CLOSED, "Connection closed") from None
+                raise NoAnswer(CONNECTION_CLOSED, "Connection closed") from None
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     await self._cancel(request_id, "cancelled by the client")
@@ -133,12 +157,9 @@ class UpstreamClient:
             del self._waiting[request_id]
         answer = waiting.answer
         if answer is None:
-            raise RemoteError(CONNECTION_CLOSED, "Connection closed")
+            raise NoAnswer(CONNECTION_CLOSED, "Connection closed")
         if "error" in answer:
-            error = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise RemoteError(
-                int(error.get("code", 0)), str(error.get("message", "")), error.get("data")
-            )
+            raise _remote_error(answer["error"])
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
 

@@ -10,7 +10,9 @@ stored as a blob and replaced by a reference with a card. ``structuredContent`` 
 through, except that a string in it equal to a stored text block becomes the same
 reference (when that still fits the tool's output schema); ``isError``, ``_meta`` and
 results that needed no offloading pass through untouched (byte for byte). The stored
-references ride in the result's ``_meta["offprompt/references"]``.
+references ride in the result's ``_meta["offprompt/references"]``. The upstream's
+JSON-RPC error answering ``tools/call`` (any code) becomes a tool error with its message
+as the text, under the same policy (a sensitive tool's: its size and reference only).
 
 Faults: a call the upstream does not answer within ``timeout`` seconds (it is then
 cancelled upstream), or that the upstream cannot finish because it exited, or whose
@@ -43,7 +45,13 @@ from mcp.server.lowlevel import Server
 
 from offprompt import __version__
 from offprompt.errors import OffpromptError, UpstreamError
-from offprompt.mcp._client import CONNECTION_CLOSED, REQUEST_TIMEOUT, RemoteError, UpstreamClient
+from offprompt.mcp._client import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    NoAnswer,
+    RemoteError,
+    UpstreamClient,
+)
 from offprompt.mcp._core import CoreBinding, Offloaded, open_task_memory
 from offprompt.mcp._sdk import HANDSHAKE_VERSION, Handler, Peer, make_server, mcp_error
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
@@ -261,7 +269,9 @@ class Proxy:
 
     def _failure(self, name: str, exc: RemoteError) -> str | None:
         """The proxy's message when the upstream is gone or timed out; ``None`` when the
-        error is the upstream's own."""
+        error is the upstream's own (whatever its code)."""
+        if not isinstance(exc, NoAnswer):
+            return None
         if self.upstream.gone.is_set() or exc.code == CONNECTION_CLOSED:
             return (
                 f"offprompt mcp proxy: the upstream MCP server exited during the call to "
@@ -486,9 +496,9 @@ async def _initialize(client: UpstreamClient, timeout: float) -> dict[str, Any]:
     try:
         init = await client.request("initialize", request, timeout)
     except RemoteError as exc:
-        if exc.code == REQUEST_TIMEOUT:
+        if isinstance(exc, NoAnswer) and exc.code == REQUEST_TIMEOUT:
             raise TimeoutError from None
-        if exc.code == CONNECTION_CLOSED:
+        if isinstance(exc, NoAnswer):
             raise UpstreamError("the upstream MCP server exited before it initialized") from None
         raise UpstreamError(
             f"the upstream MCP server failed to initialize: {exc.message}"
