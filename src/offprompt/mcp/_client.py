@@ -32,8 +32,6 @@ _METHOD_NOT_FOUND = -32601
 _CANCEL_SECONDS = 5.0
 
 
-
-
 class _Waiting:
     def __init__(self) -> None:
         self.done = anyio.Event()
