@@ -203,3 +203,60 @@ def test_the_grep_and_read_tools_answer_while_indexing_is_pending() -> None:
         assert "2001: CRIT vault-9 rejected the rotation key K-77421" in answers["grep"]
         assert "GET /items/0 200" in answers["read"]
         assert memory.wait_indexed("held", timeout=60)
+
+
+def test_background_indexing_waits_for_reads_of_its_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch of background indexing does not start while a read (grep, read,
+    read_lines, json) of the same process runs: the embedded engine's upserts keep the
+    GIL for tens of ms, which made a 50 MB grep beside indexing 5-10x slower. After
+    the read, indexing goes on and finishes."""
+    from offprompt.task_memory import task_memory as module
+
+    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)  # only the read's end frees it
+    with TaskMemory() as memory:
+        upserts: list[bool] = []  # one item per batch: was a read running when it began?
+        first = threading.Event()
+        go_on = threading.Event()
+        store = memory.vector_store
+        upsert = store.upsert
+
+        def watched(namespace: str, records: Sequence[object], **kw: object) -> None:
+            upserts.append(memory._reads > 0)
+            if not first.is_set():
+                first.set()
+                go_on.wait(60)
+            upsert(namespace, records, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(store), "upsert", lambda self, *a, **kw: watched(*a, **kw))
+        memory.process_output("logs", "call", TextArtifact(_logs(8000) + NEEDLE, name="r"))
+        assert first.wait(60), "indexing never began"
+        with memory._reading():  # a read begins while the first batch is upserted
+            go_on.set()
+            reading_since = len(upserts)
+            # The first batch ends; the next one waits for this read to end.
+            grep = memory.grep("r", "K-77421", regex=False)
+            time.sleep(0.5)
+            assert len(upserts) == reading_since
+        assert memory.wait_indexed("r", timeout=120)
+        assert grep.matches[0].line_number == 8001
+        assert len(upserts) > reading_since and not any(upserts[reading_since:])
+        assert any("K-77421" in h.value for h in memory.query("r", "rotation key K-77421").value)
+
+
+def test_close_frees_an_indexing_batch_waiting_for_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from offprompt.task_memory import task_memory as module
+
+    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)
+    memory = TaskMemory()
+    waited = threading.Event()
+    with memory._reading():
+        waiter = threading.Thread(
+            target=lambda: (memory._yield_to_reads(lambda: False), waited.set())
+        )
+        waiter.start()
+        assert not waited.wait(0.3)  # held by the read
+        memory.close()
+        waiter.join(30)
+    assert waited.is_set()

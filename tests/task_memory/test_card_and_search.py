@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 import time
 
 import pytest
@@ -194,6 +196,43 @@ def test_grep_finds_exact_needles_with_line_numbers_and_context(memory: TaskMemo
     assert capped.total_matches == 3000 and len(capped.matches) == 5 and capped.truncated
     assert memory.grep("g", "^2026.*/items/42 200$").matches[0].line_number == 43
     assert memory.grep("g", "no such thing").total_matches == 0
+
+
+@pytest.mark.parametrize("window", [1, 7, 64, 8 << 20])
+def test_grep_counts_every_matching_line_past_max_matches(
+    window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``max_matches`` lines are only counted (a literal a window at a time): the
+    count is the number of matching lines, whatever the window, however many
+    occurrences a line holds, at the ends of the text or across a window's edge."""
+
+    from offprompt.task_memory import text_view
+
+    monkeypatch.setattr(text_view, "_COUNT_WINDOW", window)
+    rnd = random.Random(window)
+    pieces = ["ab", "a", "b", "\n", "\n\n", "xab", "é", "ab ab"]
+    for _ in range(300):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 60)))
+        view = text_view.TextView(text.encode())
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        for pattern, regex in (
+            ("ab", False),
+            ("a", False),
+            ("ab", True),
+            ("b+", True),
+            ("$", True),
+        ):
+            for max_matches in (1, 2, 50):
+                found = view.grep(pattern, regex=regex, max_matches=max_matches)
+
+                expected = [
+                    i for i, line in enumerate(lines, 1) if re.search(pattern, line) is not None
+                ]
+                assert found.total_matches == len(expected), (text, pattern, max_matches)
+                assert [m.line_number for m in found.matches] == expected[:max_matches]
+                assert found.truncated == (len(expected) > max_matches)
 
 
 def test_grep_is_exact_on_unicode_and_cuts_long_lines() -> None:

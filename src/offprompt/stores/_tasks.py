@@ -59,11 +59,14 @@ def TASK_DDL(blob_type: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Stmt:
     """One statement of an operation and what the operation wants back (its rows or
-    its rowcount); ``PostgresStore``'s operations use it too, as ``_Q``."""
+    its rowcount); ``PostgresStore``'s operations use it too, as ``_Q``. ``binary``:
+    ask for the rows in binary (PostgreSQL: a ``bytea`` of 50 MB comes as 50 MB, not
+    as 100 MB of hex text to parse; SQLite has one format)."""
 
     sql: str
     params: Sequence[Any] = ()
     fetch: Literal["rows", "rowcount"] = "rows"
+    binary: bool = False
 
 
 Op = Generator[Stmt, Any, _T]
@@ -179,6 +182,7 @@ def op_get_blob(part: Part, namespace: str, key: str) -> Op[bytes | None]:
     rows = yield Stmt(
         f"SELECT data FROM offprompt_task_blobs WHERE {_TP} AND namespace = ? AND key = ?",
         (*part, namespace, key),
+        binary=True,
     )
     return bytes(rows[0][0]) if rows else None
 

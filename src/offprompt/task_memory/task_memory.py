@@ -42,7 +42,7 @@ import time
 import uuid
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -125,6 +125,9 @@ DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 #: Commits retried when other processes keep committing the same namespace.
 _COMMIT_RETRIES = 50
 _HOLD_ATTEMPTS = 3
+#: Longest a background indexing batch waits for reads of this process to finish
+#: (:meth:`TaskMemory._yield_to_reads`): indexing still moves on under steady reads.
+_YIELD_SECONDS = 1.0
 # BM25 over tiktoken ids for tool outputs: logs and JSON are full of identifiers, paths
 # and numbers whose sub-word pieces match where whole words do not (QdrantVectorStore's
 # ``lexical`` documents the measure); conversations and long-term memory count words.
@@ -333,6 +336,10 @@ class TaskMemory:
         self.cache_bytes = cache_bytes
         self._cached_bytes = 0
         self._indexer: BackgroundIndexer | None = None
+        # Reads running (grep, read, read_lines, json): background indexing waits for
+        # them before its next batch, see _yield_to_reads.
+        self._reads = 0
+        self._reads_done = threading.Condition()
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         # The text of raw writes not yet indexed, by generation: the indexer starts from
         # the str it was given instead of decoding the stored bytes again.
@@ -356,6 +363,8 @@ class TaskMemory:
         if self._closed:
             return
         self._closed = True
+        with self._reads_done:
+            self._reads_done.notify_all()  # an indexing batch waiting for reads stops now
         if self._indexer is not None:
             self._indexer.stop()
         self._texts.clear()
@@ -826,12 +835,45 @@ class TaskMemory:
         self._indexer.submit(namespace)
 
     def _run_job(self, namespace: str, should_stop: Callable[[], bool]) -> None:
+        def stop() -> bool:
+            self._yield_to_reads(should_stop)
+            return should_stop() or namespace in self._cancelled
+
         try:
-            self._index_job(namespace, lambda: should_stop() or namespace in self._cancelled)
+            self._index_job(namespace, stop)
         except OffpromptError:
             if self._meta(namespace) is None:
                 return  # deleted (or pruned) meanwhile: nothing left to index
             raise
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Mark a read of this process as running (see :meth:`_yield_to_reads`)."""
+        with self._reads_done:
+            self._reads += 1
+        try:
+            yield
+        finally:
+            with self._reads_done:
+                self._reads -= 1
+                if not self._reads:
+                    self._reads_done.notify_all()
+
+    def _yield_to_reads(self, should_stop: Callable[[], bool]) -> None:
+        """Before each background indexing batch: wait while reads of this process run
+        (at most ``_YIELD_SECONDS``).
+
+        A read is a few C calls over the raw text, an indexing batch mostly Python and
+        Rust calls that keep the GIL for tens of ms (the embedded engine's upsert): beside
+        a running indexer, a grep of 50 MB that takes 0.1 s alone took 0.5 to 1 s.
+        Queries are not reads here: they may wait for this very indexer.
+        """
+        with self._reads_done:
+            if self._reads:
+                self._reads_done.wait_for(
+                    lambda: not self._reads or self._closed or should_stop(),
+                    timeout=_YIELD_SECONDS,
+                )
 
     def _index_failed(self, key: str, exc: BaseException) -> None:
         emit_safely(
@@ -1281,13 +1323,14 @@ class TaskMemory:
                 and look-around, which RE2 cannot run in linear time).
             ValidationError: A blob namespace, or ``context`` / ``max_matches`` out of range.
         """
-        return self._text_view(namespace).grep(
-            pattern,
-            regex=regex,
-            ignore_case=ignore_case,
-            context=context,
-            max_matches=max_matches,
-        )
+        with self._reading():
+            return self._text_view(namespace).grep(
+                pattern,
+                regex=regex,
+                ignore_case=ignore_case,
+                context=context,
+                max_matches=max_matches,
+            )
 
     def read_lines(self, namespace: str, start: int, stop: int | None = None) -> TextArtifact:
         """Lines ``start`` (1-based, inclusive) to ``stop`` (exclusive; None = to the end).
@@ -1300,8 +1343,9 @@ class TaskMemory:
             NotFoundError: Unknown namespace.
             RangeError: ``start`` is not a line of the output, or ``stop <= start``.
         """
-        view = self._text_view(namespace)
-        text, first, stop_at = view.read_lines(start, stop)
+        with self._reading():
+            view = self._text_view(namespace)
+            text, first, stop_at = view.read_lines(start, stop)
         return TextArtifact(
             value=text,
             name=namespace,
@@ -1335,6 +1379,10 @@ class TaskMemory:
         return json_view.query(value, expression)
 
     def _json_value(self, namespace: str) -> tuple[str, Any]:
+        with self._reading():
+            return self._read_json(namespace)
+
+    def _read_json(self, namespace: str) -> tuple[str, Any]:
         meta = self._require(namespace)
         kind = str((meta.get("stats") or {}).get("kind", "text"))
         if meta["storage"] != "text":
@@ -1686,6 +1734,10 @@ class TaskMemory:
             NotFoundError: Unknown namespace.
             RangeError: ``page`` out of range.
         """
+        with self._reading():
+            return self._read_page(namespace, page, page_tokens)
+
+    def _read_page(self, namespace: str, page: int, page_tokens: int | None) -> TextArtifact:
         meta = self._require(namespace)
         size = self.page_tokens if page_tokens is None else page_tokens
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:

@@ -15,6 +15,8 @@ what it cannot run in linear time (backreferences, look-around) with a
 
 from __future__ import annotations
 
+import itertools
+import operator
 import threading
 from bisect import bisect_left
 from typing import Any
@@ -108,6 +110,29 @@ def _newline_counts(data: bytes) -> list[int]:
         total += int(np.count_nonzero(found))
         counts.append(total)
     return counts
+
+
+#: The text the literal count of :meth:`TextView.grep` splits at once (bounds its copy).
+_COUNT_WINDOW = 8 << 20
+
+
+def _count_lines_with(data: bytes, literal: bytes, pos: int) -> int:
+    """Lines of ``data`` from line start ``pos`` on that contain ``literal`` (no newline
+    in it): each window ends at a line end, so no line spans two, and an occurrence is
+    on a new line exactly when the text since the previous one holds a newline."""
+    total = 0
+    size = len(data)
+    newline = itertools.repeat(b"\n")
+    while pos < size:
+        stop = min(size, pos + _COUNT_WINDOW)
+        if stop < size:
+            cut = data.find(b"\n", stop - 1)
+            stop = size if cut == -1 else cut + 1
+        pieces = data[pos:stop].split(literal)
+        if len(pieces) > 1:
+            total += 1 + sum(map(operator.contains, pieces[1:-1], newline))
+        pos = stop
+    return total
 
 
 class TextView:
@@ -251,42 +276,62 @@ class TextView:
 
             matcher = compile_pattern(pattern, regex=regex, ignore_case=ignore_case)._regexp.Match
             anchor = re2._Anchor.UNANCHORED
-        result = GrepResult()
+        matches: list[GrepMatch] = []
+        total = 0
         pos = 0
         last_offset, last_line = 0, 1
         size = len(data)
+        find = data.find
+        # An empty match after the last newline is not a line.
+        end_of_text = size if size and data.endswith(b"\n") else -1
+        full = False  # max_matches lines found: the rest is only counted
         while pos <= size:
+            if len(matches) == max_matches:
+                full = True
+                break
             if literal is not None:
-                hit = data.find(literal, pos)
+                hit = find(literal, pos)
                 if hit == -1:
                     break
                 hit_end = hit + len(literal)
             else:
                 # The raw RE2 call: the re-like wrapper costs ~4x more per match.
                 hit, hit_end = matcher(anchor, data, pos, size)[0]
-                if hit == -1:
+                if hit == -1 or hit == end_of_text:
                     break
             newline = data.rfind(b"\n", pos, hit)  # pos is always a line start
             start = pos if newline == -1 else newline + 1
-            end = data.find(b"\n", hit)
+            end = find(b"\n", hit)
             end = size if end == -1 else end
-            if start == size and size and data.endswith(b"\n"):
-                break  # an empty match after the last newline is not a line
-            result.total_matches += 1
-            if len(result.matches) < max_matches:
-                number = last_line + data.count(b"\n", last_offset, start)
-                last_offset, last_line = start, number
-                result.matches.append(
-                    GrepMatch(
-                        line_number=number,
-                        line=self._window(start, end, hit, hit_end),
-                        before=self._before(start, number, context),
-                        after=self._after(end, number, context),
-                    )
+            total += 1
+            number = last_line + data.count(b"\n", last_offset, start)
+            last_offset, last_line = start, number
+            matches.append(
+                GrepMatch(
+                    line_number=number,
+                    line=self._window(start, end, hit, hit_end),
+                    before=self._before(start, number, context),
+                    after=self._after(end, number, context),
                 )
+            )
             pos = end + 1
-        result.truncated = result.total_matches > len(result.matches)
-        return result
+        # The rest is only counted. A literal is counted a window at a time in C (split,
+        # then which pieces hold a newline), without running Python per line: a loop of
+        # finds gives the GIL away every few ms, and an indexing thread of this process
+        # then holds it for tens of ms each time (a frequent string in 50 MB, ~100,000
+        # lines, took 10x as long beside indexing).
+        if full and literal is not None:
+            total += _count_lines_with(data, literal, pos)
+        elif full:
+            while pos <= size:
+                hit = matcher(anchor, data, pos, size)[0][0]
+                if hit == -1 or hit == end_of_text:
+                    break
+                total += 1
+                pos = find(b"\n", hit) + 1
+                if pos == 0:
+                    break
+        return GrepResult(matches=matches, total_matches=total, truncated=total > len(matches))
 
     def _before(self, start: int, number: int, context: int) -> list[tuple[int, str]]:
         out: list[tuple[int, str]] = []
