@@ -27,6 +27,7 @@ from offprompt.task_memory import (
     InMemoryBlobStore,
     StorageMismatchError,
     TaskMemory,
+    TextArtifactStorage,
 )
 from offprompt.task_memory.chunking import chunks_from_segments, iter_chunks, tokenize_segments
 from offprompt.task_memory.pipeline import consume_behind
@@ -115,6 +116,38 @@ def test_a_log_line_is_whole_in_one_chunk() -> None:
     assert all(c.text.endswith("\n") for c in aligned)
     assert sum(any(line in c.text for c in aligned) for line in lines) == len(lines)
     assert sum(any(line in c.text for c in fixed) for line in lines) < len(lines)
+
+
+def _best_chunk(bm25_avg_len: float | None) -> str:
+    """The best chunk for a query whose words a noisy chunk repeats and the target holds once."""
+    with QdrantVectorStore(lexical="tokens") as store:
+        storage = TextArtifactStorage(
+            store, chunk_tokens=64, overlap_tokens=0, bm25_avg_len=bm25_avg_len
+        )
+        filler = "".join(f"heartbeat ok from worker {i} at tick {i * 13}\n" for i in range(40))
+        noisy = "job: retry scheduled, retry scheduled, retry scheduled\n" * 4
+        target = "worker 7 retry scheduled after disk quota exceeded\n"
+        entry = storage.write(
+            "ns",
+            TextArtifact(value=filler + noisy + filler + target + filler),
+            generation="g",
+            first_seq=0,
+            tenant="default",
+        )
+        hits = storage.query(
+            "ns", [entry], "retry scheduled quota", 1, tenant="default", mode="sparse"
+        )
+        return hits[0].text
+
+
+def test_chunk_bm25_saturates_repeated_words() -> None:
+    # Weighed as documents many chunks long (the default), a word counts little more
+    # for being repeated: the chunk naming all three query words wins; with a short
+    # document length the chunk repeating two of them does.
+    assert "quota" in _best_chunk(None)
+    assert "scheduled, retry" in _best_chunk(32)
+    with pytest.raises(ValidationError, match="bm25_avg_len"):
+        TextArtifactStorage(QdrantVectorStore(lexical="tokens"), bm25_avg_len=0)
 
 
 def test_chunking_never_splits_a_character_and_rejects_surrogates() -> None:

@@ -23,6 +23,7 @@ call per segment, and :func:`chunks_from_segments`) can run in two threads, see
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -73,10 +74,8 @@ def _newline_tokens(encoding: Any) -> npt.NDArray[np.bool_]:
         found[np.asarray(items, dtype=np.int64)] = True
         return found
     for token in range(encoding.max_token_value + 1):
-        try:
+        with contextlib.suppress(KeyError):  # ids the encoding does not use
             found[token] = b"\n" in encoding.decode_single_token_bytes(token)
-        except KeyError:
-            pass
     return found
 
 
