@@ -4,10 +4,13 @@ For each log in DIR (``X_2k.log`` with its ``X_2k.log_structured.csv``, which gi
 every line's parsed event): the log is stored as one output in a ``TaskMemory``; for
 every event occurring at most 3 times in it, its template with the ``<*>`` variables
 removed is the query; the event is found when one of the 5 best passages holds one of
-its lines. Rows: task memory's defaults (hybrid, BM25 over tiktoken ids fused 1:4 with
-the hashing embedder), the word analyzer's BM25 (hybrid and alone), the hashing
-embedder alone, and 3eb5c89's reads (tiktoken ids, fused 1:3) in the same run. ``--embedder minilm``
-adds all-MiniLM-L6-v2 in the dense half (benchmark environment only, see
+its lines. Rows: task memory's defaults (512-token chunks ending at a line end, hybrid:
+BM25 over tiktoken ids fused 1:4 with the hashing embedder), BM25 alone, the word
+analyzer, the hashing embedder alone, other chunk sizes, and the chunks of the previous
+release (a cut every 512 tokens, inside a line or not) in the same run. The chunk size
+is then chosen leave-one-log-out: for each log, the size with the most events found on
+the other seven, scored on that log. ``--embedder minilm`` adds all-MiniLM-L6-v2 rows
+(the benchmark environment with PyTorch, ``make test-embeddings`` builds it; see
 ``bench_longterm_recall.py``).
 
     python benchmarks/bench_query_memory_loghub.py DIR   # writes RESULTS_query_memory_loghub.md
@@ -24,13 +27,21 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from offprompt.artifacts import TextArtifact
-from offprompt.task_memory import TaskMemory
-from offprompt.vectors import Analyzer, Embedder, QdrantVectorStore
+from offprompt.artifacts import BlobArtifact, JsonArtifact, TextArtifact
+from offprompt.task_memory import (
+    BlobArtifactStorage,
+    InMemoryBlobStore,
+    TaskMemory,
+    TextArtifactStorage,
+)
+from offprompt.task_memory.storage import CHUNK_BM25_LENGTH
+from offprompt.vectors import Analyzer, QdrantVectorStore
 
 RARE = 3
 TOP = 5
+_WORD = re.compile(r"\w+")
 
 
 def events(csv_path: Path) -> tuple[dict[int, str], dict[str, list[int]]]:
@@ -69,19 +80,76 @@ def measure(log: Path, memory: TaskMemory, mode: str) -> tuple[int, int]:
 
 
 def run(
-    logs: list[Path], make_store: Callable[[], QdrantVectorStore], mode: str
+    logs: list[Path],
+    make_store: Callable[[], QdrantVectorStore],
+    mode: str,
+    storage: dict[str, Any] | None = None,
 ) -> dict[str, tuple[int, int]]:
-    with TaskMemory(vector_store=make_store()) as memory:
+    """Store each log in one memory (``storage``: ``TextArtifactStorage`` arguments)."""
+    store = make_store()
+    blobs = InMemoryBlobStore()
+    text = TextArtifactStorage(store, raw_store=blobs, **(storage or {}))
+    storages = {TextArtifact: text, JsonArtifact: text, BlobArtifact: BlobArtifactStorage(blobs)}
+    with TaskMemory(vector_store=store, storages=storages) as memory:
         for log in logs:
-            text = log.read_text(encoding="utf-8", errors="replace")
-            memory.store_artifact(namespace_of(log), TextArtifact(value=text))
+            value = log.read_text(encoding="utf-8", errors="replace")
+            memory.store_artifact(namespace_of(log), TextArtifact(value=value))
         memory.wait_indexed()
         return {log.stem: measure(log, memory, mode) for log in logs}
 
 
-def legacy_store(embedder: Embedder | None = None) -> QdrantVectorStore:
-    """The previous reads: BM25 over tiktoken ids with the previous weights (1:3)."""
-    return QdrantVectorStore(embedder=embedder, lexical="tokens", fusion_weights=(1.0, 3.0))
+def rank_bm25_run(logs: list[Path], chunk_tokens: int = 512) -> dict[str, tuple[int, int]]:
+    """``rank_bm25.BM25Okapi`` over lower-cased ``\\w+`` words of the same passages."""
+    from rank_bm25 import BM25Okapi
+
+    from offprompt.task_memory.chunking import iter_chunks
+    from offprompt.tokens import default_tokenizer
+
+    encoding = default_tokenizer().encoding
+    out: dict[str, tuple[int, int]] = {}
+    for log in logs:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        lines = text.splitlines()
+        passages = [c.text for c in iter_chunks(text, encoding, chunk_tokens=chunk_tokens)]
+        bm25 = BM25Okapi([_WORD.findall(p.lower()) for p in passages])
+        _, rare = events(log.with_name(log.name + "_structured.csv"))
+        found = 0
+        for template, ids in rare.items():
+            scores = bm25.get_scores(_WORD.findall((query_text(template) or template).lower()))
+            best = sorted(range(len(passages)), key=lambda i: -scores[i])[:TOP]
+            wanted = [lines[i - 1] for i in ids if 0 < i <= len(lines)]
+            found += any(any(w in passages[i] for w in wanted) for i in best)
+        out[log.stem] = (found, len(rare))
+    return out
+
+
+def tokens_store(embedder: Any = None) -> QdrantVectorStore:
+    """Task memory's store: BM25 over tiktoken ids (``TOOL_OUTPUT_LEXICAL``)."""
+    return QdrantVectorStore(embedder=embedder, lexical="tokens")
+
+
+def leave_one_log_out(
+    by_value: dict[float, dict[str, tuple[int, int]]], stems: list[str], what: str
+) -> list[str]:
+    """For each log, the value with the most events found on the other logs, scored on it."""
+    out = [
+        f"{what} chosen leave-one-log-out (the value finding the most events on the other "
+        "logs; ties go to the smaller), scored on the log left out:",
+        "",
+        "| log left out | chosen | found on it |",
+        "| --- | --- | --- |",
+    ]
+    found = total = 0
+    for stem in stems:
+        if not by_value[next(iter(by_value))][stem][1]:
+            continue
+        score = {v: sum(r[s][0] for s in stems if s != stem) for v, r in by_value.items()}
+        best = max(score, key=lambda v: (score[v], -v))
+        f, n = by_value[best][stem]
+        found, total = found + f, total + n
+        out.append(f"| {stem.replace('_2k', '')} | {best:g} | {f}/{n} |")
+    out += ["", f"Leave-one-log-out overall: {found / total:.3f} ({found}/{total})."]
+    return out
 
 
 def main() -> None:
@@ -94,45 +162,94 @@ def main() -> None:
     logs = sorted(Path(args.dir).glob("*_2k.log"))
     if not logs:
         raise SystemExit(f"no *_2k.log files in {args.dir}")
-    variants: list[tuple[str, Callable[[], QdrantVectorStore], str]] = [
+    default = "`TaskMemory()` defaults"
+    # (row, store, mode, TextArtifactStorage arguments)
+    variants: list[tuple[str, Callable[[], QdrantVectorStore], str, dict[str, Any]]] = [
         (
-            "`TaskMemory()` defaults (hybrid 1:4, BM25 over tiktoken ids + HashingEmbedder)",
-            lambda: QdrantVectorStore(lexical="tokens"),
+            f"{default}: 512-token chunks ending at a line end, BM25 over tiktoken ids "
+            f"(length {CHUNK_BM25_LENGTH} chunks), hybrid 1:4 with HashingEmbedder",
+            tokens_store,
             "hybrid",
+            {},
         ),
-        ('tiktoken ids, mode="sparse" (BM25 alone)', lambda: QdrantVectorStore(lexical="tokens"), "sparse"),
-        ("hybrid 1:4, word BM25 (the analyzer) + HashingEmbedder", QdrantVectorStore, "hybrid"),
-        ('mode="sparse" (word BM25 alone)', QdrantVectorStore, "sparse"),
-        ('mode="dense" (HashingEmbedder alone)', QdrantVectorStore, "dense"),
-        (
-            "hybrid 1:4, analyzer without stop words",
-            lambda: QdrantVectorStore(analyzer=Analyzer(stop_words=())),
-            "hybrid",
-        ),
+        ('tiktoken ids, mode="sparse" (BM25 alone)', tokens_store, "sparse", {}),
+        ('mode="dense" (HashingEmbedder alone)', tokens_store, "dense", {}),
+        ("hybrid 1:4, word BM25 (the analyzer) + HashingEmbedder", QdrantVectorStore, "hybrid", {}),
+        ('mode="sparse" (word BM25 alone)', QdrantVectorStore, "sparse", {}),
         (
             "hybrid 1:4, `Analyzer(language=None)` (no stems, no stop words)",
             lambda: QdrantVectorStore(analyzer=Analyzer(language=None)),
             "hybrid",
-        ),
-        (
-            "previous analyzer: BM25 over tiktoken ids, hybrid 1:3 (3eb5c89's reads)",
-            legacy_store,
-            "hybrid",
+            {},
         ),
     ]
+    lengths = (0.5, 1, 2, 4, 8)
+    variants += [
+        (
+            f"defaults, BM25 length {n:g} chunks ({int(n * 512)} tokens)",
+            tokens_store,
+            "hybrid",
+            {"bm25_avg_len": n * 512},
+        )
+        for n in lengths
+        if n != CHUNK_BM25_LENGTH
+    ]
+    sizes = (256, 384, 512)
+    variants += [
+        (f"defaults with {size}-token chunks", tokens_store, "hybrid", {"chunk_tokens": size})
+        for size in sizes
+        if size != 512
+    ]
+    variants.append(
+        (
+            "previous release: a cut every 512 tokens (inside a line or not), BM25 length "
+            "256 tokens (the encoder's own), hybrid 1:4",
+            tokens_store,
+            "hybrid",
+            {"align_lines": False, "bm25_avg_len": 256},
+        )
+    )
     if args.embedder == "minilm":
         sys.path.insert(0, str(Path(__file__).parent))
         from bench_longterm_recall import minilm
 
         model = minilm()
-        variants.append(
-            ("all-MiniLM-L6-v2: hybrid 1:1", lambda: QdrantVectorStore(embedder=model), "hybrid")
-        )
+        variants += [
+            (
+                "all-MiniLM-L6-v2 + the defaults' BM25, hybrid 1:1 (the store's weights "
+                "for a real embedder)",
+                lambda: tokens_store(model),
+                "hybrid",
+                {},
+            ),
+            (
+                "all-MiniLM-L6-v2 + the defaults' BM25, hybrid 1:4",
+                lambda: QdrantVectorStore(
+                    embedder=model, lexical="tokens", fusion_weights=(1.0, 4.0)
+                ),
+                "hybrid",
+                {},
+            ),
+            ('all-MiniLM-L6-v2, mode="dense" (alone)', lambda: tokens_store(model), "dense", {}),
+        ]
     rows = []
-    for name, make, mode in variants:
+    for name, make, mode, storage in variants:
         start = time.perf_counter()
-        rows.append((name, run(logs, make, mode)))
+        rows.append((name, run(logs, make, mode, storage)))
         print(f"done {name} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    rows.append(
+        (
+            "`rank_bm25.BM25Okapi` over lower-cased `\\w+` words of the same passages",
+            rank_bm25_run(logs),
+        )
+    )
+    by_length: dict[float, dict[str, tuple[int, int]]] = {CHUNK_BM25_LENGTH: rows[0][1]}
+    by_size: dict[float, dict[str, tuple[int, int]]] = {512: rows[0][1]}
+    for (_, _, _, storage), (name, result) in zip(variants, rows, strict=False):
+        if name.startswith("defaults, BM25 length"):
+            by_length[storage["bm25_avg_len"] / 512] = result
+        elif name.startswith("defaults with"):
+            by_size[storage["chunk_tokens"]] = result
     stems = [log.stem for log in logs]
     lines = [
         f"Data: Loghub dev split, {len(logs)} logs of 2,000 lines, each stored as one output; "
@@ -149,6 +266,18 @@ def main() -> None:
         lines.append(
             f"| {name} | {found / total:.3f} ({found}/{total}) | " + " | ".join(cells) + " |"
         )
+    lines += [
+        "",
+        *leave_one_log_out(by_length, stems, "The BM25 length (in 512-token chunks)"),
+        "",
+        *leave_one_log_out(by_size, stems, "The chunk size (tokens)"),
+    ]
+    if args.embedder == "minilm":
+        lines += [
+            "",
+            "The all-MiniLM-L6-v2 rows ran in the embeddings environment (`.venv-embed`, "
+            "PyTorch on the CPU, `HF_HUB_OFFLINE=1`; `make test-embeddings` builds it).",
+        ]
     lines += [
         "",
         f"Load average at the end of the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())}.",

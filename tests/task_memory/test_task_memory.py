@@ -27,6 +27,7 @@ from offprompt.task_memory import (
     InMemoryBlobStore,
     StorageMismatchError,
     TaskMemory,
+    TextArtifactStorage,
 )
 from offprompt.task_memory.chunking import chunks_from_segments, iter_chunks, tokenize_segments
 from offprompt.task_memory.pipeline import consume_behind
@@ -79,6 +80,74 @@ def test_chunks_rebuild_the_text_exactly(text: str, chunk_tokens: int) -> None:
     assert all(c.tokens <= chunk_tokens + 3 for c in chunks)  # + a split character
     assert sum(c.tokens for c in chunks) == len(default_tokenizer().encode(text)) or len(text) > 64
     assert all(c.embed_text.endswith(c.text) for c in chunks)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab c:=é\t{}", max_size=60), min_size=1, max_size=40),
+    st.integers(4, 48),
+)
+def test_chunks_end_at_a_line_end_when_their_second_half_has_one(
+    lines: list[str], chunk_tokens: int
+) -> None:
+    enc = default_tokenizer().encoding
+    text = "\n".join(lines)
+    chunks = list(iter_chunks(text, enc, chunk_tokens=chunk_tokens, overlap_tokens=0))
+    assert "".join(c.text for c in chunks) == text
+    for chunk in chunks[:-1]:
+        ids = [int(i) for i in chunk.token_ids]
+        # the tokens of the second half (after the first chunk_tokens // 2 + 1)
+        tail = [enc.decode_single_token_bytes(i) for i in ids[chunk_tokens // 2 + 1 :]]
+        if chunk.tokens >= chunk_tokens and not chunk.text.endswith("\n"):
+            # cut inside a line only when no token of its second half ends one
+            assert not any(b"\n" in piece for piece in tail), chunk.text
+
+
+def test_a_log_line_is_whole_in_one_chunk() -> None:
+    # 60 lines of ~20 tokens: a fixed 64-token cut splits most chunks' last line.
+    enc = default_tokenizer().encoding
+    text = "".join(
+        f"2026-01-{i % 28 + 1:02d} node-{i} kernel: event {i * 7919} done\n" for i in range(60)
+    )
+    lines = text.splitlines(keepends=True)
+    aligned = list(iter_chunks(text, enc, chunk_tokens=64, overlap_tokens=0))
+    fixed = list(iter_chunks(text, enc, chunk_tokens=64, overlap_tokens=0, align_lines=False))
+    assert "".join(c.text for c in aligned) == text
+    assert all(c.text.endswith("\n") for c in aligned)
+    assert sum(any(line in c.text for c in aligned) for line in lines) == len(lines)
+    assert sum(any(line in c.text for c in fixed) for line in lines) < len(lines)
+
+
+def _best_chunk(bm25_avg_len: float | None) -> str:
+    """The best chunk for a query whose words a noisy chunk repeats and the target holds once."""
+    with QdrantVectorStore(lexical="tokens") as store:
+        storage = TextArtifactStorage(
+            store, chunk_tokens=64, overlap_tokens=0, bm25_avg_len=bm25_avg_len
+        )
+        filler = "".join(f"heartbeat ok from worker {i} at tick {i * 13}\n" for i in range(40))
+        noisy = "job: retry scheduled, retry scheduled, retry scheduled\n" * 4
+        target = "worker 7 retry scheduled after disk quota exceeded\n"
+        entry = storage.write(
+            "ns",
+            TextArtifact(value=filler + noisy + filler + target + filler),
+            generation="g",
+            first_seq=0,
+            tenant="default",
+        )
+        hits = storage.query(
+            "ns", [entry], "retry scheduled quota", 1, tenant="default", mode="sparse"
+        )
+        return hits[0].text
+
+
+def test_chunk_bm25_saturates_repeated_words() -> None:
+    # Weighed as documents many chunks long (the default), a word counts little more
+    # for being repeated: the chunk naming all three query words wins; with a short
+    # document length the chunk repeating two of them does.
+    assert "quota" in _best_chunk(None)
+    assert "scheduled, retry" in _best_chunk(32)
+    with pytest.raises(ValidationError, match="bm25_avg_len"):
+        TextArtifactStorage(QdrantVectorStore(lexical="tokens"), bm25_avg_len=0)
 
 
 def test_chunking_never_splits_a_character_and_rejects_surrogates() -> None:
@@ -413,7 +482,8 @@ def test_large_outputs_take_the_threaded_pipeline_and_match_the_serial_one() -> 
     ]
     assert "".join(c.text for c in threaded) == text
     assert all(c.tokens <= 512 + 3 for c in threaded)
-    assert sum(c.tokens < 512 for c in threaded) == 1  # only the last chunk is short
+    # every chunk but the last ends at a line end, at least half full
+    assert all(c.text.endswith("\n") and c.tokens > 256 for c in threaded[:-1])
     with TaskMemory() as memory:
         memory.process_output("tool", "dump", TextArtifact(value=text, name="big"))
         assert memory.load_artifacts("big").value[0].value == text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from offprompt.artifacts import TextArtifact
 from offprompt.errors import StorageError
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
@@ -59,3 +60,21 @@ def test_an_old_directory_held_by_another_process_is_refused_clearly(legacy: Pat
         holder.close()
     with TaskMemory(path=legacy) as memory:  # nothing was half-imported
         assert memory.namespaces() == ["logs", "orders", "snap"]
+
+
+def test_an_old_output_and_a_new_one_answer_together(legacy: Path) -> None:
+    # The old release's chunks (cut every 512 tokens, BM25 weighed for 256-token
+    # documents) stay as they are; an output added now is cut at line ends and weighed
+    # as the defaults say. A query reaches both, and each is read back exactly.
+    added = "".join(f"2026-12-02 node-{i} heartbeat ok\n" for i in range(400))
+    added += "2026-12-02 node-77 quota exceeded on volume vol-9\n"
+    with TaskMemory(path=legacy) as memory:
+        assert memory.wait_indexed("logs", timeout=60)
+        before = memory.load_artifacts("logs").value[0].value
+        memory.store_artifact("logs", TextArtifact(value=added))
+        assert memory.wait_indexed("logs", timeout=60)
+        old = memory.query("logs", "disk full node", top_n=1, mode="sparse").value[0]
+        new = memory.query("logs", "quota exceeded vol-9", top_n=1, mode="sparse").value[0]
+        assert "node 7" in old.value and "vol-9" in new.value
+        assert new.value.endswith("\n") and new.meta["artifact_id"] != old.meta["artifact_id"]
+        assert [a.value for a in memory.load_artifacts("logs").value] == [before, added]

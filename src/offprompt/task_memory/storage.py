@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, JsonArtifact, TextArtifact
@@ -84,6 +85,14 @@ def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
     }
 
 
+#: BM25 over token ids weighs a chunk's terms as if documents were this many chunks
+#: long: a term's weight then saturates after one or two occurrences, so a chunk full of
+#: a frequent log template's words does not outrank the chunk holding the rare line the
+#: query names. Chosen leave-one-log-out on the Loghub dev logs' rare events among 0.5,
+#: 1, 2, 4 and 8 (8 on six of the seven folds, 0.995 on the logs left out; top 5 on the
+#: whole dev split: 0.986 at 0.5, the encoder's own 256 tokens, 0.998 at 8;
+#: ``benchmarks/RESULTS_query_memory_loghub.md``).
+CHUNK_BM25_LENGTH = 8
 # Above this many characters, tokenising and embedding + upserting run in two threads.
 _PIPELINE_MIN_CHARS = 1_000_000
 
@@ -145,6 +154,10 @@ class TextArtifactStorage:
         batch_size: Chunks per upsert.
         raw_store: Where the raw text goes (a :class:`BlobStore`); chunks only if None.
         scope: The scope of ``raw_store`` calls (as for :class:`BlobArtifactStorage`).
+        align_lines: End a chunk at a line end in its second half, if it has one (a log
+            line is then whole in one chunk; ``False``: every ``chunk_tokens`` tokens).
+        bm25_avg_len: The document length of the chunks' BM25 over token ids (a store
+            with ``lexical="tokens"``); default ``CHUNK_BM25_LENGTH * chunk_tokens``.
 
     Example:
         >>> from offprompt.vectors import QdrantVectorStore
@@ -166,6 +179,8 @@ class TextArtifactStorage:
         batch_size: int = 512,
         raw_store: BlobStore | None = None,
         scope: Scope | None = None,
+        align_lines: bool = True,
+        bm25_avg_len: float | None = None,
     ) -> None:
         if chunk_tokens < 1 or overlap_tokens < 0 or overlap_tokens >= chunk_tokens:
             raise ValidationError(
@@ -184,6 +199,12 @@ class TextArtifactStorage:
         self.overlap_tokens = overlap_tokens
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        self.align_lines = align_lines
+        if bm25_avg_len is None:
+            bm25_avg_len = float(CHUNK_BM25_LENGTH * chunk_tokens)
+        if not bm25_avg_len > 0:
+            raise ValidationError(f"bm25_avg_len must be > 0, got {bm25_avg_len!r}")
+        self.bm25_avg_len = float(bm25_avg_len)
         self.raw_store = raw_store
         self._raw_kw: dict[str, Any] = {} if scope is None else {"scope": scope}
         vector_store.create_payload_index("seq", "integer")
@@ -314,8 +335,11 @@ class TextArtifactStorage:
                 # BM25 over token ids reuses the chunk's ids; the word analyzer reads the
                 # chunk's text in upsert instead
                 span_encoder=(
-                    encoder.encode_spans if isinstance(encoder, BM25SparseEncoder) else None
+                    partial(encoder.encode_spans, avg_len=self.bm25_avg_len)
+                    if isinstance(encoder, BM25SparseEncoder)
+                    else None
                 ),
+                align_lines=self.align_lines,
             ):
                 batch.append(
                     VectorRecord(

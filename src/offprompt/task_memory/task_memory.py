@@ -1694,10 +1694,16 @@ class TaskMemory:
         """
         pages = max(1, int((meta.get("stats") or {}).get("pages") or 1))
         starts, offset = [], 0  # (first seq, byte offset in the view's text) per artifact
+        # (first seq, tokens before it, its tokens per character): the estimate's scale
+        scales, tokens_before = [], 0
         for entry in meta["artifacts"]:
             starts.append((int(entry.get("first_seq", 0)), offset))
             offset += int(entry.get("bytes", 0))
+            tokens, chars = int(entry.get("tokens", 0)), int(entry.get("chars", 0))
+            scales.append((int(entry.get("first_seq", 0)), tokens_before, tokens / max(chars, 1)))
+            tokens_before += tokens
         starts.sort()
+        scales.sort()
         firsts = [first for first, _ in starts]
         ascii_only = all("chars" in e and e.get("bytes") == e["chars"] for e in meta["artifacts"])
         bounds = None
@@ -1711,6 +1717,13 @@ class TaskMemory:
             if bounds is not None and starts:
                 at = starts[max(bisect_right(firsts, seq) - 1, 0)][1] + int(payload.get("start", 0))
                 return min(len(bounds) - 1, max(1, bisect_right(bounds, at)))
+            if tokens_before > 0 and "start" in payload:
+                # Chunks end at line ends (fewer than chunk_tokens tokens) and so do pages
+                # (fewer than page_tokens): the chunk's share of the namespace's tokens,
+                # from its character offset, times the pages.
+                _, before, per_char = scales[max(bisect_right(firsts, seq) - 1, 0)]
+                share = (before + int(payload["start"]) * per_char) / tokens_before
+                return min(pages, max(1, int(share * pages) + 1))
             return min(pages, seq * storage.chunk_tokens // self.page_tokens + 1)
 
         return page_of

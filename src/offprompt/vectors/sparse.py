@@ -255,13 +255,20 @@ class BM25SparseEncoder:
         array = np.asarray(ids, dtype=np.int64)
         return self.encode_spans(array, [array.size])[0]
 
-    def encode_spans(self, ids: np.ndarray, stops: Sequence[int]) -> list[SparseVector]:
+    def encode_spans(
+        self, ids: np.ndarray, stops: Sequence[int], *, avg_len: float | None = None
+    ) -> list[SparseVector]:
         """BM25 weights of consecutive documents ``ids[0:stops[0]]``, ``ids[stops[0]:stops[1]]``...
 
         One sort over all of them instead of one per document; numpy releases the GIL
-        while it sorts, so this also runs well in a background thread.
+        while it sorts, so this also runs well in a background thread. ``avg_len``
+        replaces the encoder's for these documents (a caller that cuts them knows their
+        length, see ``TextArtifactStorage``).
         """
-        return _bm25_spans(ids, stops, self.k1, self.b, self.avg_len)
+        if avg_len is None:
+            avg_len = self.avg_len
+        _check_bm25("BM25SparseEncoder", self.k1, self.b, avg_len)
+        return _bm25_spans(ids, stops, self.k1, self.b, avg_len)
 
     def encode_document(self, text: str) -> SparseVector:
         """BM25 document weights of ``text``."""

@@ -138,8 +138,8 @@ class QdrantVectorStore:
             stemmed words, the default: prose, conversations) or ``"tokens"`` (tiktoken
             ids, :class:`BM25SparseEncoder`: sub-word pieces also match inside
             identifiers, paths and numbers, which is why task memory uses it for tool
-            outputs; on the Loghub dev logs' rare events it finds 0.911 in the top 5
-            against 0.880 with words, ``benchmarks/RESULTS_query_memory_loghub.md``).
+            outputs; on the Loghub dev logs' rare events it finds 0.998 in the top 5
+            against 0.940 with words, ``benchmarks/RESULTS_query_memory_loghub.md``).
             An existing collection keeps what it was written with.
         payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
             | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
