@@ -4,11 +4,13 @@ For each log in DIR (``X_2k.log`` with its ``X_2k.log_structured.csv``, which gi
 every line's parsed event): the log is stored as one output in a ``TaskMemory``; for
 every event occurring at most 3 times in it, its template with the ``<*>`` variables
 removed is the query; the event is found when one of the 5 best passages holds one of
-its lines. Rows: task memory's defaults (hybrid, BM25 over tiktoken ids fused 1:4 with
-the hashing embedder), the word analyzer's BM25 (hybrid and alone), the hashing
+its lines. Rows: task memory's defaults (BM25 over tiktoken ids, no dense vectors),
+the same fused 1:4 with the hashing embedder at 384 dimensions (the previous default)
+and at 64, the word analyzer's BM25 (hybrid and alone), the hashing
 embedder alone, and 3eb5c89's reads (tiktoken ids, fused 1:3) in the same run. ``--embedder minilm``
 adds all-MiniLM-L6-v2 in the dense half (benchmark environment only, see
-``bench_longterm_recall.py``).
+``bench_longterm_recall.py``). Each row also gives the bytes of its embedded index (the
+shard's allocated blocks, no write-ahead log: an in-memory store) per MB of stored text.
 
     python benchmarks/bench_query_memory_loghub.py DIR   # writes RESULTS_query_memory_loghub.md
 """
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from offprompt.artifacts import TextArtifact
 from offprompt.task_memory import TaskMemory
-from offprompt.vectors import Analyzer, Embedder, QdrantVectorStore
+from offprompt.vectors import Analyzer, Embedder, HashingEmbedder, QdrantVectorStore
 
 RARE = 3
 TOP = 5
@@ -68,15 +70,29 @@ def measure(log: Path, memory: TaskMemory, mode: str) -> tuple[int, int]:
     return found, len(rare)
 
 
+def index_bytes(store: QdrantVectorStore) -> int:
+    """Allocated bytes of the store's embedded shard (its files' blocks, what ``du`` counts)."""
+    store.flush()
+    directory = getattr(store._core.backend, "directory", None)
+    if directory is None:
+        return 0
+    return sum(p.stat().st_blocks * 512 for p in Path(directory).rglob("*") if p.is_file())
+
+
 def run(
     logs: list[Path], make_store: Callable[[], QdrantVectorStore], mode: str
-) -> dict[str, tuple[int, int]]:
-    with TaskMemory(vector_store=make_store()) as memory:
+) -> tuple[dict[str, tuple[int, int]], float]:
+    """Found/total per log, and the index's bytes per MB of stored text."""
+    store = make_store()
+    with TaskMemory(vector_store=store) as memory:
+        stored = 0
         for log in logs:
             text = log.read_text(encoding="utf-8", errors="replace")
+            stored += len(text.encode("utf-8"))
             memory.store_artifact(namespace_of(log), TextArtifact(value=text))
         memory.wait_indexed()
-        return {log.stem: measure(log, memory, mode) for log in logs}
+        found = {log.stem: measure(log, memory, mode) for log in logs}
+        return found, index_bytes(store) / (stored / 1e6)
 
 
 def legacy_store(embedder: Embedder | None = None) -> QdrantVectorStore:
@@ -96,11 +112,25 @@ def main() -> None:
         raise SystemExit(f"no *_2k.log files in {args.dir}")
     variants: list[tuple[str, Callable[[], QdrantVectorStore], str]] = [
         (
-            "`TaskMemory()` defaults (hybrid 1:4, BM25 over tiktoken ids + HashingEmbedder)",
+            "`TaskMemory()` defaults (BM25 over tiktoken ids, no dense vectors)",
+            lambda: QdrantVectorStore(lexical="tokens", dense=False),
+            "hybrid",
+        ),
+        (
+            "tiktoken ids, hybrid 1:4 with HashingEmbedder (384 dims, the previous default)",
             lambda: QdrantVectorStore(lexical="tokens"),
             "hybrid",
         ),
-        ('tiktoken ids, mode="sparse" (BM25 alone)', lambda: QdrantVectorStore(lexical="tokens"), "sparse"),
+        (
+            "tiktoken ids, hybrid 1:4 with HashingEmbedder(dimensions=64)",
+            lambda: QdrantVectorStore(lexical="tokens", embedder=HashingEmbedder(dimensions=64)),
+            "hybrid",
+        ),
+        (
+            'tiktoken ids, mode="sparse" (BM25 alone)',
+            lambda: QdrantVectorStore(lexical="tokens"),
+            "sparse",
+        ),
         ("hybrid 1:4, word BM25 (the analyzer) + HashingEmbedder", QdrantVectorStore, "hybrid"),
         ('mode="sparse" (word BM25 alone)', QdrantVectorStore, "sparse"),
         ('mode="dense" (HashingEmbedder alone)', QdrantVectorStore, "dense"),
@@ -139,15 +169,19 @@ def main() -> None:
         f"events occurring at most {RARE} times, queried by their template without `<*>`; "
         f"found = one of the {TOP} best passages holds one of the event's lines.",
         "",
-        "| reads | overall | " + " | ".join(s.replace("_2k", "") for s in stems) + " |",
-        "| --- | --- | " + " | ".join("---" for _ in stems) + " |",
+        "| reads | overall | index bytes per stored MB | "
+        + " | ".join(s.replace("_2k", "") for s in stems)
+        + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in stems) + " |",
     ]
-    for name, result in rows:
+    for name, (result, per_mb) in rows:
         found = sum(f for f, _ in result.values())
         total = sum(n for _, n in result.values())
         cells = [f"{result[s][0]}/{result[s][1]}" for s in stems]
         lines.append(
-            f"| {name} | {found / total:.3f} ({found}/{total}) | " + " | ".join(cells) + " |"
+            f"| {name} | {found / total:.3f} ({found}/{total}) | {per_mb / 1e6:.2f} MB | "
+            + " | ".join(cells)
+            + " |"
         )
     lines += [
         "",

@@ -100,7 +100,7 @@ from offprompt.task_memory.storage import (
 from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
-from offprompt.vectors import QdrantVectorStore, validate_namespace
+from offprompt.vectors import Hit, QdrantVectorStore, validate_namespace
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
 
@@ -118,8 +118,10 @@ _SAMPLE_BYTES = 16 * 1024
 # Raw outputs from this size on are hashed and written in a worker thread.
 _BESIDE_BYTES = 1 << 20
 #: Bytes of namespace text a memory keeps decoded and cut (LRU by bytes; the view last
-#: read stays even when it alone is larger).
-DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+#: read stays even when it alone is larger). Every stored output passes through it (its
+#: card is computed from it), so this is what a process keeps of what it stored: 64 MiB
+#: holds a 50 MB output whole, and is a third of ten 20 MB ones.
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 #: Commits retried when other processes keep committing the same namespace.
 _COMMIT_RETRIES = 50
 _HOLD_ATTEMPTS = 3
@@ -127,6 +129,12 @@ _HOLD_ATTEMPTS = 3
 # and numbers whose sub-word pieces match where whole words do not (QdrantVectorStore's
 # ``lexical`` documents the measure); conversations and long-term memory count words.
 TOOL_OUTPUT_LEXICAL: Literal["words", "tokens"] = "tokens"
+# No dense vectors in task memory's own index: with the offline HashingEmbedder (the only
+# one it can pick itself) they were the largest part of the index on disk and in the WAL
+# and added nothing to recall, BM25 alone found as many rare Loghub events
+# (benchmarks/RESULTS_query_memory_loghub.md). A vector_store= with an embedding model
+# keeps hybrid retrieval; an index written with dense vectors keeps them.
+TOOL_OUTPUT_DENSE = False
 
 
 class TaskMemory:
@@ -261,7 +269,7 @@ class TaskMemory:
         if vector_store is None and root is not None:
             vector_store, self.index_location = _open_index(root)
         elif vector_store is None:
-            vector_store = QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL)
+            vector_store = QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE)
         self.vector_store = (
             vector_store.with_scope(scope)
             if scope is not None
@@ -1598,6 +1606,7 @@ class TaskMemory:
         else:
             indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
         hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
+        self._fill_passages(namespace, meta, hits, storage)
         emit_safely(
             self.tracer,
             TraceEvent(
@@ -1625,6 +1634,56 @@ class TaskMemory:
             ],
             name=namespace,
         )
+
+    def _fill_passages(
+        self,
+        namespace: str,
+        meta: Mapping[str, Any],
+        hits: Sequence[Hit],
+        storage: TextArtifactStorage,
+    ) -> None:
+        """Read the text of every hit whose chunk holds only its location in the raw text
+        (``byte_start``/``byte_end`` of its artifact, see :class:`TextArtifactStorage`).
+
+        From the view cache when the namespace's text is there; else one ranged read per
+        hit when the raw store can (files: a few KB each); else the whole text once,
+        through the view cache (bounded by ``cache_bytes``).
+        """
+        located = [h for h in hits if not h.text and "byte_start" in h.payload]
+        if not located:
+            return
+        where: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        offset = 0  # of each artifact in the view's text, as _view joins them
+        for entry in meta["artifacts"]:
+            where[entry["generation"]] = (offset, entry)
+            offset += int(entry.get("bytes", 0))
+        view = self._cached_view(namespace, meta)
+        for hit in located:
+            found = where.get(str(hit.payload.get("generation")))
+            if found is None:  # not in this metadata: cannot happen for a filtered search
+                raise StorageError(
+                    f"namespace {namespace!r}: a chunk of generation "
+                    f"{hit.payload.get('generation')!r} is not in its metadata",
+                    namespace=namespace,
+                )
+            at, entry = found
+            start, stop = int(hit.payload["byte_start"]), int(hit.payload["byte_end"])
+            data = None
+            if view is None:
+                try:
+                    data = storage.read_span(
+                        namespace, dict(entry), start, stop, tenant=self.tenant
+                    )
+                except NotFoundError as exc:
+                    if self._catalog.shared and self._meta(namespace) is None:
+                        raise missing_blob(namespace, exc) from None
+                    raise
+                if data is None:
+                    view = self._view(namespace, meta)
+            if data is None:
+                assert view is not None
+                data = view.data[at + start : at + stop]
+            hit.text = data.decode("utf-8")
 
     def _page_finder(
         self, namespace: str, meta: Mapping[str, Any], storage: TextArtifactStorage
@@ -1963,12 +2022,12 @@ def _open_index(root: Path) -> tuple[QdrantVectorStore, str]:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
             return QdrantVectorStore(
-                path=str(root / "vectors"), lexical=TOOL_OUTPUT_LEXICAL
+                path=str(root / "vectors"), lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE
             ), "path"
         except StorageError as exc:
             if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():
                 raise
-            return QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL), "memory"
+            return QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE), "memory"
     finally:
         lock.close()  # closing the descriptor releases the flock
 
