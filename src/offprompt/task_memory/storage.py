@@ -182,7 +182,10 @@ class TextArtifactStorage:
         self.batch_size = batch_size
         self.raw_store = raw_store
         self._raw_kw: dict[str, Any] = {} if scope is None else {"scope": scope}
-        vector_store.create_payload_index("seq", "integer")
+        # Searches filter on generation. ``seq`` is only ordered by when chunks of the
+        # layout without a raw store are joined back (``_load_chunks``, which indexes it on
+        # first use): an integer index costs the embedded engine about 0.5 KB of memory
+        # per chunk (the largest of its payload indexes), so it is not made up front.
         vector_store.create_payload_index("generation", "keyword")
 
     def _store(self, tenant: str) -> QdrantVectorStore:
