@@ -174,3 +174,20 @@ def test_json_and_multibyte_passages_are_exact() -> None:
         assert hits
         for hit in hits:
             assert hit.value == chunks[hit.meta["chunk_index"]]
+
+
+def test_texts_waiting_for_the_indexer_are_bounded_in_bytes(tmp_path: Path) -> None:
+    """Outputs stored faster than they are indexed are not all held in memory: beyond
+    ``cache_bytes`` the indexer reads them back from the raw store, with the same result."""
+    texts = [_log(400, seed=10 + i) + f"MARKER-{i}\n" for i in range(5)]
+    with TaskMemory(path=tmp_path / "tm", cache_bytes=30_000) as memory:
+        for i, text in enumerate(texts):
+            assert len(text.encode()) > 20_000
+            memory.store_artifact(f"log{i}", TextArtifact(text))
+            assert memory._texts_bytes <= 30_000
+            assert sum(size for _, size in memory._texts.values()) == memory._texts_bytes
+        assert memory.wait_indexed(timeout=120)
+        assert memory._texts_bytes == 0
+        for i in range(5):
+            hit = memory.query(f"log{i}", f"MARKER-{i}", top_n=1).value[0]
+            assert f"MARKER-{i}" in hit.value

@@ -341,8 +341,13 @@ class TaskMemory:
         self._indexer: BackgroundIndexer | None = None
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         # The text of raw writes not yet indexed, by generation: the indexer starts from
-        # the str it was given instead of decoding the stored bytes again.
-        self._texts: dict[str, str] = {}
+        # the str it was given instead of decoding the stored bytes again. Bounded in
+        # bytes like the read cache (cache_bytes): when the indexer falls behind a stream
+        # of large outputs, the later ones are read back from the raw store instead of all
+        # being held here (ten 20 MB logs stored at once held 200 MB until indexed).
+        self._texts: dict[str, tuple[str, int]] = {}
+        self._texts_bytes = 0
+        self._texts_lock = threading.Lock()
         self._closed = False
         self._resume_unindexed()
 
@@ -364,7 +369,9 @@ class TaskMemory:
         self._closed = True
         if self._indexer is not None:
             self._indexer.stop()
-        self._texts.clear()
+        with self._texts_lock:
+            self._texts.clear()
+            self._texts_bytes = 0
         if self._owns_vector_store:
             try:
                 self.vector_store.close()
@@ -571,7 +578,7 @@ class TaskMemory:
                     )
                 raise
             if self.index_mode == "background":
-                self._texts.update(texts)  # the indexer starts from the str, not the bytes
+                self._keep_texts(texts, fresh)  # the indexer starts from the str
             emit_safely(
                 self.tracer,
                 TraceEvent(
@@ -815,6 +822,24 @@ class TaskMemory:
             raise ValidationError("this TaskMemory's text storage is not a TextArtifactStorage")
         return storage
 
+    def _keep_texts(self, texts: Mapping[str, str], sizes: Mapping[str, bytes]) -> None:
+        """Keep the texts of new raw writes for the indexer while they fit in
+        ``cache_bytes`` (with those kept before); the others are read back when indexed."""
+        with self._texts_lock:
+            for generation, text in texts.items():
+                size = len(sizes[generation])
+                if self._texts_bytes + size <= self.cache_bytes:
+                    self._texts[generation] = (text, size)
+                    self._texts_bytes += size
+
+    def _take_text(self, generation: str) -> str | None:
+        with self._texts_lock:
+            kept = self._texts.pop(generation, None)
+            if kept is None:
+                return None
+            self._texts_bytes -= kept[1]
+            return kept[0]
+
     def _schedule(self, namespace: str) -> None:
         """Index ``namespace``'s unindexed artifacts, now (``sync``) or in the worker."""
         # The exact page count (a second tokenisation of the whole output) is not part of
@@ -951,7 +976,7 @@ class TaskMemory:
             generation = todo["generation"]
             # A crash mid-index left some of this generation's chunks: start clean.
             storage.drop_chunks(namespace, [generation], tenant=self.tenant)
-            text = self._texts.pop(generation, None)
+            text = self._take_text(generation)
             if text is None:  # written by another process, or before a restart
                 try:
                     text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
@@ -1831,7 +1856,7 @@ class TaskMemory:
             finally:
                 self._cancelled.discard(namespace)
         for entry in meta["artifacts"]:
-            self._texts.pop(entry["generation"], None)
+            self._take_text(entry["generation"])
         storage = self._kind_storage(meta["storage"])
         with self._lock:
             current = self._meta(namespace)
