@@ -153,14 +153,18 @@ def test_a_store_keeps_the_dense_vectors_it_was_created_with(tmp_path: Path) -> 
         QdrantVectorStore(path=sparse_only, embedder=CharEmbedder())
 
 
-def test_client_engine_without_dense_vectors() -> None:
+def test_client_engine_without_dense_vectors(tmp_path: Path) -> None:
     from offprompt.vectors import VectorRecord
 
-    with QdrantVectorStore(engine="client", dense=False) as store:
+    path = str(tmp_path / "local")
+    with QdrantVectorStore(engine="client", path=path, dense=False) as store:
         store.upsert("docs", [VectorRecord(id="a", text="disk full on node 7")])
         assert not store.dense
         assert store.search("docs", "node")[0].id == "a"
         assert store.search("docs", "node")[0].text == "disk full on node 7"
+    with QdrantVectorStore(engine="client", path=path) as reopened:  # kept without dense
+        assert not reopened.dense
+        assert reopened.search("docs", "node")[0].text == "disk full on node 7"
 
 
 def test_json_and_multibyte_passages_are_exact() -> None:
