@@ -1599,9 +1599,13 @@ class TaskMemory:
     def query(
         self, namespace: str, query: str, top_n: int = 5, *, mode: str = "hybrid"
     ) -> ListArtifact:
-        """The ``top_n`` chunks of ``namespace`` that best answer ``query`` (hybrid retrieval).
+        """The ``top_n`` chunks of ``namespace`` that best answer ``query``.
 
-        Each item is a ``TextArtifact`` whose ``meta`` holds ``score``,
+        BM25 over the chunks' tokens by default (only chunks sharing a term with the
+        query, so possibly fewer than ``top_n``); hybrid (dense and BM25, fused) when the
+        vector store has dense vectors (an embedding model given through
+        ``vector_store=``, or an index written with them). Each item is a
+        ``TextArtifact`` whose ``meta`` holds ``score``,
         ``artifact_id``, ``chunk_index`` and ``page``. An unknown or blob namespace
         gives an empty list.
         """
