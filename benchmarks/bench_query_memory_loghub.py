@@ -4,14 +4,16 @@ For each log in DIR (``X_2k.log`` with its ``X_2k.log_structured.csv``, which gi
 every line's parsed event): the log is stored as one output in a ``TaskMemory``; for
 every event occurring at most 3 times in it, its template with the ``<*>`` variables
 removed is the query; the event is found when one of the 5 best passages holds one of
-its lines. Rows: task memory's defaults (512-token chunks ending at a line end, hybrid:
-BM25 over tiktoken ids fused 1:4 with the hashing embedder), BM25 alone, the word
+its lines. Rows: task memory's defaults (512-token chunks ending at a line end, BM25
+over tiktoken ids, no dense vectors), the same fused 1:4 with the hashing embedder at
+384 dimensions (the previous default) and at 64, BM25 alone, the word
 analyzer, the hashing embedder alone, other chunk sizes, and the chunks of the previous
 release (a cut every 512 tokens, inside a line or not) in the same run. The chunk size
 is then chosen leave-one-log-out: for each log, the size with the most events found on
 the other seven, scored on that log. ``--embedder minilm`` adds all-MiniLM-L6-v2 rows
 (the benchmark environment with PyTorch, ``make test-embeddings`` builds it; see
-``bench_longterm_recall.py``).
+``bench_longterm_recall.py``). Each row also gives the bytes of its embedded index (the
+shard's allocated blocks, no write-ahead log: an in-memory store) per MB of stored text.
 
     python benchmarks/bench_query_memory_loghub.py DIR   # writes RESULTS_query_memory_loghub.md
 """
@@ -37,7 +39,7 @@ from offprompt.task_memory import (
     TextArtifactStorage,
 )
 from offprompt.task_memory.storage import CHUNK_BM25_LENGTH
-from offprompt.vectors import Analyzer, QdrantVectorStore
+from offprompt.vectors import Analyzer, HashingEmbedder, QdrantVectorStore
 
 RARE = 3
 TOP = 5
@@ -79,23 +81,36 @@ def measure(log: Path, memory: TaskMemory, mode: str) -> tuple[int, int]:
     return found, len(rare)
 
 
+def index_bytes(store: QdrantVectorStore) -> int:
+    """Allocated bytes of the store's embedded shard (its files' blocks, what ``du`` counts)."""
+    store.flush()
+    directory = getattr(store._core.backend, "directory", None)
+    if directory is None:
+        return 0
+    return sum(p.stat().st_blocks * 512 for p in Path(directory).rglob("*") if p.is_file())
+
+
 def run(
     logs: list[Path],
     make_store: Callable[[], QdrantVectorStore],
     mode: str,
     storage: dict[str, Any] | None = None,
-) -> dict[str, tuple[int, int]]:
-    """Store each log in one memory (``storage``: ``TextArtifactStorage`` arguments)."""
+) -> tuple[dict[str, tuple[int, int]], float]:
+    """Store each log in one memory (``storage``: ``TextArtifactStorage`` arguments);
+    found/total per log, and the index's bytes per MB of stored text."""
     store = make_store()
     blobs = InMemoryBlobStore()
     text = TextArtifactStorage(store, raw_store=blobs, **(storage or {}))
     storages = {TextArtifact: text, JsonArtifact: text, BlobArtifact: BlobArtifactStorage(blobs)}
     with TaskMemory(vector_store=store, storages=storages) as memory:
+        stored = 0
         for log in logs:
             value = log.read_text(encoding="utf-8", errors="replace")
+            stored += len(value.encode("utf-8"))
             memory.store_artifact(namespace_of(log), TextArtifact(value=value))
         memory.wait_indexed()
-        return {log.stem: measure(log, memory, mode) for log in logs}
+        found = {log.stem: measure(log, memory, mode) for log in logs}
+        return found, index_bytes(store) / (stored / 1e6)
 
 
 def rank_bm25_run(logs: list[Path], chunk_tokens: int = 512) -> dict[str, tuple[int, int]]:
@@ -124,8 +139,14 @@ def rank_bm25_run(logs: list[Path], chunk_tokens: int = 512) -> dict[str, tuple[
 
 
 def tokens_store(embedder: Any = None) -> QdrantVectorStore:
-    """Task memory's store: BM25 over tiktoken ids (``TOOL_OUTPUT_LEXICAL``)."""
+    """BM25 over tiktoken ids (``TOOL_OUTPUT_LEXICAL``) with dense vectors (``embedder``,
+    or the hashing embedder): task memory's previous default, or with a real model."""
     return QdrantVectorStore(embedder=embedder, lexical="tokens")
+
+
+def default_store() -> QdrantVectorStore:
+    """Task memory's default store: BM25 over tiktoken ids, no dense vectors."""
+    return QdrantVectorStore(lexical="tokens", dense=False)
 
 
 def leave_one_log_out(
@@ -167,8 +188,20 @@ def main() -> None:
     variants: list[tuple[str, Callable[[], QdrantVectorStore], str, dict[str, Any]]] = [
         (
             f"{default}: 512-token chunks ending at a line end, BM25 over tiktoken ids "
-            f"(length {CHUNK_BM25_LENGTH} chunks), hybrid 1:4 with HashingEmbedder",
+            f"(length {CHUNK_BM25_LENGTH} chunks), no dense vectors",
+            default_store,
+            "hybrid",
+            {},
+        ),
+        (
+            "the same, hybrid 1:4 with HashingEmbedder (384 dims, the previous default)",
             tokens_store,
+            "hybrid",
+            {},
+        ),
+        (
+            "the same, hybrid 1:4 with HashingEmbedder(dimensions=64)",
+            lambda: tokens_store(HashingEmbedder(dimensions=64)),
             "hybrid",
             {},
         ),
@@ -187,7 +220,7 @@ def main() -> None:
     variants += [
         (
             f"defaults, BM25 length {n:g} chunks ({int(n * 512)} tokens)",
-            tokens_store,
+            default_store,
             "hybrid",
             {"bm25_avg_len": n * 512},
         )
@@ -196,7 +229,7 @@ def main() -> None:
     ]
     sizes = (256, 384, 512)
     variants += [
-        (f"defaults with {size}-token chunks", tokens_store, "hybrid", {"chunk_tokens": size})
+        (f"defaults with {size}-token chunks", default_store, "hybrid", {"chunk_tokens": size})
         for size in sizes
         if size != 512
     ]
@@ -240,12 +273,12 @@ def main() -> None:
     rows.append(
         (
             "`rank_bm25.BM25Okapi` over lower-cased `\\w+` words of the same passages",
-            rank_bm25_run(logs),
+            (rank_bm25_run(logs), float("nan")),
         )
     )
-    by_length: dict[float, dict[str, tuple[int, int]]] = {CHUNK_BM25_LENGTH: rows[0][1]}
-    by_size: dict[float, dict[str, tuple[int, int]]] = {512: rows[0][1]}
-    for (_, _, _, storage), (name, result) in zip(variants, rows, strict=False):
+    by_length: dict[float, dict[str, tuple[int, int]]] = {CHUNK_BM25_LENGTH: rows[0][1][0]}
+    by_size: dict[float, dict[str, tuple[int, int]]] = {512: rows[0][1][0]}
+    for (_, _, _, storage), (name, (result, _)) in zip(variants, rows, strict=False):
         if name.startswith("defaults, BM25 length"):
             by_length[storage["bm25_avg_len"] / 512] = result
         elif name.startswith("defaults with"):
@@ -256,15 +289,21 @@ def main() -> None:
         f"events occurring at most {RARE} times, queried by their template without `<*>`; "
         f"found = one of the {TOP} best passages holds one of the event's lines.",
         "",
-        "| reads | overall | " + " | ".join(s.replace("_2k", "") for s in stems) + " |",
-        "| --- | --- | " + " | ".join("---" for _ in stems) + " |",
+        "| reads | overall | index bytes per stored MB | "
+        + " | ".join(s.replace("_2k", "") for s in stems)
+        + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in stems) + " |",
     ]
-    for name, result in rows:
+    for name, (result, per_mb) in rows:
         found = sum(f for f, _ in result.values())
         total = sum(n for _, n in result.values())
         cells = [f"{result[s][0]}/{result[s][1]}" for s in stems]
         lines.append(
-            f"| {name} | {found / total:.3f} ({found}/{total}) | " + " | ".join(cells) + " |"
+            f"| {name} | {found / total:.3f} ({found}/{total}) | "
+            + ("n/a" if per_mb != per_mb else f"{per_mb / 1e6:.2f} MB")
+            + " | "
+            + " | ".join(cells)
+            + " |"
         )
     lines += [
         "",

@@ -94,10 +94,12 @@ def test_forget_deletes_task_memory_chunks_metadata_and_blob_files(tmp_path: Pat
     assert b"ALICE-MARKER-9c1d" in blob_bytes()
     for marker, memory in memories.items():
         backend = memory.vector_store._backend
-        raw = str([s.payload for s in backend.scroll([], limit=10_000)[0]])
-        assert "BOB-MARKER-7f3a" not in raw
+        payloads = [s.payload for s in backend.scroll([], limit=10_000)[0]]
+        # chunks hold where their text is in the raw output, never the text
+        assert marker not in str(payloads)
+        assert not any(p.get("scope_user") == "bob" for p in payloads)
         if marker.startswith("ALICE"):
-            assert "ALICE-MARKER-9c1d" in raw
+            assert any(p.get("namespace") == "out" for p in payloads)
             assert memory.namespaces() == ["out", "shot"]
     assert memories["BOB-MARKER-7f3a"].namespaces() == []
     for memory in memories.values():
@@ -245,30 +247,35 @@ def _raw_hits(root: Path, marker: bytes) -> list[str]:
 
 def test_forget_with_purge_leaves_no_trace_in_the_vector_engine_files(tmp_path: Path) -> None:
     """Issue 14 item 9: after forget(purge=True) the deleted chunks are in no file of the
-    embedded engine (WAL, payload storage), also after close; the rest stays searchable."""
-    bob_marker, alice_marker = b"BOB-CHUNK-3c9e", b"ALICE-CHUNK-8d2f"
+    embedded engine (WAL, payload storage), also after close; the rest stays searchable.
+    A chunk holds no text (only where it is in the raw output), so what marks it in the
+    engine's files is its namespace."""
+    bob_marker, alice_marker = b"bob-notes-3c9e", b"alice-notes-8d2f"
     root = tmp_path / "tm"
     memory = TaskMemory(path=root, scope=BOB)
-    memory.store_artifact("bob-notes", TextArtifact(value="note BOB-CHUNK-3c9e " * 400))
+    memory.store_artifact("bob-notes-3c9e", TextArtifact(value="note BOB-CHUNK-3c9e " * 400))
     alice = TaskMemory(path=tmp_path / "tm-alice", scope=ALICE)  # another memory, untouched
-    alice.store_artifact("alice-notes", TextArtifact(value="note ALICE-CHUNK-8d2f " * 400))
+    alice.store_artifact("alice-notes-8d2f", TextArtifact(value="note ALICE-CHUNK-8d2f " * 400))
+    assert memory.wait_indexed(timeout=60) and alice.wait_indexed(timeout=60)
     memory.vector_store.flush()
-    assert _raw_hits(root, bob_marker)  # the scan sees the data (WAL and payload pages)
+    vectors = root / "vectors"
+    assert _raw_hits(vectors, b"BOB-CHUNK-3c9e") == []  # the text is stored once, not here
+    assert _raw_hits(vectors, bob_marker)  # the scan sees the chunks (WAL and payload pages)
 
     unpurged = forget(Scope(user="bob"), task_memory=memory)
     assert unpurged.complete and not unpurged.purged
     assert "purge=True" in unpurged.results[0].residue[0]
-    assert _raw_hits(root, bob_marker)  # what the README used to admit: bytes remain
+    assert _raw_hits(vectors, bob_marker)  # what the README used to admit: bytes remain
 
     report = forget(Scope(user="bob"), task_memory=memory, purge=True)
     assert report.purged and report.results[0].residue == []
-    assert _raw_hits(root, bob_marker) == []
+    assert _raw_hits(vectors, bob_marker) == []
     memory.close()
-    assert _raw_hits(root, bob_marker) == []
+    assert _raw_hits(vectors, bob_marker) == []
     with TaskMemory(path=root, scope=BOB) as reopened:
         assert reopened.namespaces() == []
-    assert _raw_hits(tmp_path / "tm-alice", alice_marker)
-    assert alice.namespaces() == ["alice-notes"]
+    assert _raw_hits(tmp_path / "tm-alice" / "vectors", alice_marker)
+    assert alice.namespaces() == ["alice-notes-8d2f"]
     alice.close()
 
 
@@ -280,8 +287,8 @@ def test_purge_keeps_the_other_subjects_searchable(tmp_path: Path) -> None:
     forget(Scope(user="nobody"), task_memory=bob, purge=True)  # nothing to delete, rebuilt
     assert bob.namespaces() == ["bob-notes"]
     assert bob.vector_store.count("bob-notes") > 0
-    hits = bob.vector_store.search("bob-notes", "bob likes", top_n=3)
-    assert hits and "BOB-CHUNK-11" in hits[0].text
+    hits = bob.query("bob-notes", "bob likes", top_n=3).value
+    assert hits and "BOB-CHUNK-11" in hits[0].value
     bob.close()
     with TaskMemory(path=root, scope=BOB) as again:  # the rebuilt shard loads after restart
         assert again.namespaces() == ["bob-notes"]

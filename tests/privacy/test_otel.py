@@ -60,7 +60,8 @@ def test_task_memory_store_query_and_delete_are_memory_spans(exporter: Any) -> N
         tracer=OpenTelemetryTracer(tracer_provider=provider),
         scope=Scope(tenant="acme"),
     )
-    log = "\n".join(f"line {i}: disk /dev/sda{i % 3} ok" for i in range(300))
+    # the log shares a word with the query (BM25 returns only passages that do)
+    log = "\n".join(f"line {i}: disk /dev/sda{i % 3} ok for alice" for i in range(300))
     memory.process_output("shell", "run", TextArtifact(log, name="logs"))
     memory.query("logs", SECRET_QUERY, top_n=3)
     memory.delete("logs")
@@ -95,7 +96,7 @@ def test_query_text_and_records_only_when_opted_in(exporter: Any) -> None:
         index="sync",
         tracer=OpenTelemetryTracer(tracer_provider=provider, capture_content=True),
     )
-    memory.process_output("t", "a", TextArtifact("alpha beta\n" * 200, name="ns"))
+    memory.process_output("t", "a", TextArtifact("alpha beta alice\n" * 200, name="ns"))
     memory.query("ns", SECRET_QUERY, top_n=2)
     memory.close()
     (searched,) = _spans(spans, "search_memory")

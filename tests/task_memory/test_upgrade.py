@@ -78,3 +78,41 @@ def test_an_old_output_and_a_new_one_answer_together(legacy: Path) -> None:
         assert "node 7" in old.value and "vol-9" in new.value
         assert new.value.endswith("\n") and new.meta["artifact_id"] != old.meta["artifact_id"]
         assert [a.value for a in memory.load_artifacts("logs").value] == [before, added]
+
+
+DENSE_FIXTURE = Path(__file__).with_name("fixtures") / "dense_path_cd234e1.tar.gz"
+
+
+@pytest.fixture
+def dense_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "dense"
+    with tarfile.open(DENSE_FIXTURE) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
+def test_a_directory_with_dense_vectors_and_chunk_texts_keeps_working(dense_dir: Path) -> None:
+    """Written by cd234e1 (``fixtures/make_dense_path.py``): 384-dim dense vectors and each
+    chunk's text in its payload. It opens, answers from those chunks, and what is stored
+    into it now gets chunks in the new layout (no text) in the same hybrid index."""
+    new_text = "".join(f"line {i} ok\n" for i in range(300)) + "WARN quota exceeded for tenant 9\n"
+    for _ in range(2):  # and again after a reopen
+        with TaskMemory(path=dense_dir) as memory:
+            assert memory.vector_store.dense  # the index keeps its dense vectors
+            assert set(memory.namespaces()) >= {"logs", "orders"}
+            hit = memory.query("logs", "disk full node kestrel", top_n=1).value[0]
+            assert "ERROR disk full on node 7 (kestrel-42)" in hit.value
+            dense = memory.query("logs", "disk full node kestrel", top_n=1, mode="dense")
+            assert dense.value and dense.value[0].value
+            assert memory.json_query("orders", "items[0].city") == "Zürich"
+            assert memory.grep("logs", "kestrel").total_matches == 1
+            if "fresh" not in memory.namespaces():
+                memory.store_artifact("fresh", TextArtifact(new_text))
+            assert memory.wait_indexed("fresh", timeout=60)
+            found = memory.query("fresh", "quota exceeded tenant", top_n=1).value[0]
+            assert "WARN quota exceeded for tenant 9" in found.value
+            assert found.value in new_text
+            chunks = memory.vector_store.scroll("fresh")
+            assert chunks and all(r.text == "" and "byte_start" in r.payload for r in chunks)
+            old = memory.vector_store.scroll("logs")
+            assert old and all(r.text for r in old)  # the old chunks keep their text

@@ -39,7 +39,8 @@ __all__ = ["Chunk", "Segment", "chunks_from_segments", "iter_chunks", "tokenize_
 
 @dataclass
 class Chunk:
-    """One span ``text[start:end]`` of the chunked text."""
+    """One span ``text[start:end]`` of the chunked text (``data[byte_start:byte_end]`` of
+    its UTF-8 bytes)."""
 
     index: int
     start: int
@@ -48,6 +49,8 @@ class Chunk:
     embed_text: str
     token_ids: npt.NDArray[np.uint32]
     sparse: Any = None  # what ``span_encoder`` made of this chunk's tokens, if given
+    byte_start: int = 0
+    byte_end: int = 0
 
     @property
     def tokens(self) -> int:
@@ -223,6 +226,7 @@ def chunks_from_segments(
     previous = ""
     previous_tokens = 0
     start = 0  # characters of the text already in chunks
+    byte_start = 0  # and their UTF-8 bytes
     carry_data = b""
     carry_ids: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
     for segment in segments:
@@ -241,15 +245,27 @@ def chunks_from_segments(
         byte_pos = token_pos = 0
         for k, (cut, stop) in enumerate(cuts):
             piece = data[byte_pos:cut].decode("utf-8")
+            size = cut - byte_pos
             overlap = ""
             if overlap_tokens and previous:
                 keep = max(1, round(len(previous) * overlap_tokens / max(previous_tokens, 1)))
                 overlap = previous[-keep:]
             chunk_ids = ids[token_pos:stop]
             sparse = encoded[k] if encoded is not None else None
-            yield Chunk(index, start, start + len(piece), piece, overlap + piece, chunk_ids, sparse)
+            yield Chunk(
+                index,
+                start,
+                start + len(piece),
+                piece,
+                overlap + piece,
+                chunk_ids,
+                sparse,
+                byte_start,
+                byte_start + size,
+            )
             index += 1
             start += len(piece)
+            byte_start += size
             previous, previous_tokens = piece, max(int(chunk_ids.size), 1)
             byte_pos, token_pos = cut, stop
         carry_data, carry_ids = data[byte_pos:], ids[token_pos:]

@@ -137,10 +137,14 @@ class TextArtifactStorage:
     still read).
 
     Each chunk is a point with payload ``seq`` (order within the namespace),
-    ``generation``, ``start``/``end`` (character offsets) and ``tokens``; the point's
-    ``text`` is the exact, non-overlapping span, so loading joins the chunks back into
-    the original byte for byte. The embedded text adds ``overlap_tokens`` of the
-    previous chunk for context. Which artifact a chunk belongs to, and its index there,
+    ``generation``, ``start``/``end`` (character offsets) and ``tokens``. With a
+    ``raw_store`` the chunk's text is not stored a second time: the payload holds its
+    location in the raw text, ``byte_start``/``byte_end`` (UTF-8 offsets within its
+    artifact), and a search hit's text is read from there (:meth:`read_span`;
+    ``TaskMemory.query`` fills it in). Without one (and in chunks written before this
+    layout) the point's ``text`` is the exact, non-overlapping span, so loading joins
+    the chunks back into the original byte for byte. The embedded text adds
+    ``overlap_tokens`` of the previous chunk for context. Which artifact a chunk belongs to, and its index there,
     follow from ``seq`` and the committed entries (each knows its ``first_seq`` and
     ``chunks``), so they are not stored on every point: the embedded engine's payload
     conversion costs microseconds per field, which adds up over millions of chunks.
@@ -207,7 +211,10 @@ class TextArtifactStorage:
         self.bm25_avg_len = float(bm25_avg_len)
         self.raw_store = raw_store
         self._raw_kw: dict[str, Any] = {} if scope is None else {"scope": scope}
-        vector_store.create_payload_index("seq", "integer")
+        # Searches filter on generation. ``seq`` is only ordered by when chunks of the
+        # layout without a raw store are joined back (``_load_chunks``, which indexes it on
+        # first use): an integer index costs the embedded engine about 0.5 KB of memory
+        # per chunk (the largest of its payload indexes), so it is not made up front.
         vector_store.create_payload_index("generation", "keyword")
 
     def _store(self, tenant: str) -> QdrantVectorStore:
@@ -297,6 +304,18 @@ class TextArtifactStorage:
             return self.raw_store.get(namespace, entry["raw"], tenant=tenant, **self._raw_kw)
         return self._load_chunks(namespace, entry, tenant=tenant).encode("utf-8")
 
+    def read_span(
+        self, namespace: str, entry: Entry, start: int, stop: int, *, tenant: str
+    ) -> bytes | None:
+        """Bytes ``start:stop`` of one committed ``entry``'s raw text, read alone, or None
+        when the raw store cannot read a range (it has no ``get_range``): the caller then
+        slices the whole text (``TaskMemory`` keeps it in its view cache)."""
+        getter = getattr(self.raw_store, "get_range", None)
+        if getter is None or not entry.get("raw"):
+            return None
+        data: bytes = getter(namespace, entry["raw"], start, stop, tenant=tenant, **self._raw_kw)
+        return data
+
     def index_text(
         self,
         namespace: str,
@@ -317,6 +336,7 @@ class TextArtifactStorage:
         store = self._store(tenant)
         encoder = store.sparse_encoder
         counted = {"chunks": 0, "tokens": 0}
+        located = self.raw_store is not None
 
         def flush(batch: list[VectorRecord]) -> None:
             if should_stop is not None and should_stop():
@@ -341,19 +361,24 @@ class TextArtifactStorage:
                 ),
                 align_lines=self.align_lines,
             ):
+                payload = {
+                    "seq": first_seq + chunk.index,
+                    "generation": generation,
+                    "start": chunk.start,
+                    "end": chunk.end,
+                    "tokens": chunk.tokens,
+                }
+                if located:
+                    payload["byte_start"] = chunk.byte_start
+                    payload["byte_end"] = chunk.byte_end
                 batch.append(
                     VectorRecord(
                         id=f"{generation}:{first_seq + chunk.index}",
-                        text=chunk.text,
+                        # With a raw store the text is read from there (see passage()).
+                        text="" if located else chunk.text,
                         embed_text=chunk.embed_text,
                         sparse=chunk.sparse,
-                        payload={
-                            "seq": first_seq + chunk.index,
-                            "generation": generation,
-                            "start": chunk.start,
-                            "end": chunk.end,
-                            "tokens": chunk.tokens,
-                        },
+                        payload=payload,
                     )
                 )
                 counted["chunks"] += 1

@@ -101,7 +101,7 @@ from offprompt.task_memory.storage import (
 from offprompt.task_memory.text_view import GrepResult, TextView
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
-from offprompt.vectors import QdrantVectorStore
+from offprompt.vectors import Hit, QdrantVectorStore
 from offprompt.vectors._scratch import sweep_stale
 
 __all__ = ["REFERENCE_TEMPLATE", "StorageMismatchError", "TaskMemory"]
@@ -120,8 +120,10 @@ _SAMPLE_BYTES = 16 * 1024
 # Raw outputs from this size on are hashed and written in a worker thread.
 _BESIDE_BYTES = 1 << 20
 #: Bytes of namespace text a memory keeps decoded and cut (LRU by bytes; the view last
-#: read stays even when it alone is larger).
-DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+#: read stays even when it alone is larger). Every stored output passes through it (its
+#: card is computed from it), so this is what a process keeps of what it stored: 64 MiB
+#: holds a 50 MB output whole, and is a third of ten 20 MB ones.
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 #: Commits retried when other processes keep committing the same namespace.
 _COMMIT_RETRIES = 50
 _HOLD_ATTEMPTS = 3
@@ -132,6 +134,12 @@ _YIELD_SECONDS = 1.0
 # and numbers whose sub-word pieces match where whole words do not (QdrantVectorStore's
 # ``lexical`` documents the measure); conversations and long-term memory count words.
 TOOL_OUTPUT_LEXICAL: Literal["words", "tokens"] = "tokens"
+# No dense vectors in task memory's own index: with the offline HashingEmbedder (the only
+# one it can pick itself) they were the largest part of the index on disk and in the WAL
+# and added nothing to recall, BM25 alone found as many rare Loghub events
+# (benchmarks/RESULTS_query_memory_loghub.md). A vector_store= with an embedding model
+# keeps hybrid retrieval; an index written with dense vectors keeps them.
+TOOL_OUTPUT_DENSE = False
 
 
 class TaskMemory:
@@ -266,7 +274,7 @@ class TaskMemory:
         if vector_store is None and root is not None:
             vector_store, self.index_location = _open_index(root)
         elif vector_store is None:
-            vector_store = QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL)
+            vector_store = QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE)
         self.vector_store = (
             vector_store.with_scope(scope)
             if scope is not None
@@ -342,8 +350,13 @@ class TaskMemory:
         self._reads_done = threading.Condition()
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         # The text of raw writes not yet indexed, by generation: the indexer starts from
-        # the str it was given instead of decoding the stored bytes again.
-        self._texts: dict[str, str] = {}
+        # the str it was given instead of decoding the stored bytes again. Bounded in
+        # bytes like the read cache (cache_bytes): when the indexer falls behind a stream
+        # of large outputs, the later ones are read back from the raw store instead of all
+        # being held here (ten 20 MB logs stored at once held 200 MB until indexed).
+        self._texts: dict[str, tuple[str, int]] = {}
+        self._texts_bytes = 0
+        self._texts_lock = threading.Lock()
         self._closed = False
         self._resume_unindexed()
 
@@ -367,7 +380,9 @@ class TaskMemory:
             self._reads_done.notify_all()  # an indexing batch waiting for reads stops now
         if self._indexer is not None:
             self._indexer.stop()
-        self._texts.clear()
+        with self._texts_lock:
+            self._texts.clear()
+            self._texts_bytes = 0
         if self._owns_vector_store:
             try:
                 self.vector_store.close()
@@ -574,7 +589,7 @@ class TaskMemory:
                     )
                 raise
             if self.index_mode == "background":
-                self._texts.update(texts)  # the indexer starts from the str, not the bytes
+                self._keep_texts(texts, fresh)  # the indexer starts from the str
             emit_safely(
                 self.tracer,
                 TraceEvent(
@@ -818,6 +833,24 @@ class TaskMemory:
             raise ValidationError("this TaskMemory's text storage is not a TextArtifactStorage")
         return storage
 
+    def _keep_texts(self, texts: Mapping[str, str], sizes: Mapping[str, bytes]) -> None:
+        """Keep the texts of new raw writes for the indexer while they fit in
+        ``cache_bytes`` (with those kept before); the others are read back when indexed."""
+        with self._texts_lock:
+            for generation, text in texts.items():
+                size = len(sizes[generation])
+                if self._texts_bytes + size <= self.cache_bytes:
+                    self._texts[generation] = (text, size)
+                    self._texts_bytes += size
+
+    def _take_text(self, generation: str) -> str | None:
+        with self._texts_lock:
+            kept = self._texts.pop(generation, None)
+            if kept is None:
+                return None
+            self._texts_bytes -= kept[1]
+            return kept[0]
+
     def _schedule(self, namespace: str) -> None:
         """Index ``namespace``'s unindexed artifacts, now (``sync``) or in the worker."""
         # The exact page count (a second tokenisation of the whole output) is not part of
@@ -987,7 +1020,7 @@ class TaskMemory:
             generation = todo["generation"]
             # A crash mid-index left some of this generation's chunks: start clean.
             storage.drop_chunks(namespace, [generation], tenant=self.tenant)
-            text = self._texts.pop(generation, None)
+            text = self._take_text(generation)
             if text is None:  # written by another process, or before a restart
                 try:
                     text = storage.raw_bytes(namespace, todo, tenant=self.tenant).decode("utf-8")
@@ -1623,9 +1656,13 @@ class TaskMemory:
     def query(
         self, namespace: str, query: str, top_n: int = 5, *, mode: str = "hybrid"
     ) -> ListArtifact:
-        """The ``top_n`` chunks of ``namespace`` that best answer ``query`` (hybrid retrieval).
+        """The ``top_n`` chunks of ``namespace`` that best answer ``query``.
 
-        Each item is a ``TextArtifact`` whose ``meta`` holds ``score``,
+        BM25 over the chunks' tokens by default (only chunks sharing a term with the
+        query, so possibly fewer than ``top_n``); hybrid (dense and BM25, fused) when the
+        vector store has dense vectors (an embedding model given through
+        ``vector_store=``, or an index written with them). Each item is a
+        ``TextArtifact`` whose ``meta`` holds ``score``,
         ``artifact_id``, ``chunk_index`` and ``page``. An unknown or blob namespace
         gives an empty list.
         """
@@ -1655,6 +1692,7 @@ class TaskMemory:
         else:
             indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
         hits = storage.query(namespace, indexed, query, top_n, tenant=self.tenant, mode=mode)
+        self._fill_passages(namespace, meta, hits, storage)
         emit_safely(
             self.tracer,
             TraceEvent(
@@ -1682,6 +1720,56 @@ class TaskMemory:
             ],
             name=namespace,
         )
+
+    def _fill_passages(
+        self,
+        namespace: str,
+        meta: Mapping[str, Any],
+        hits: Sequence[Hit],
+        storage: TextArtifactStorage,
+    ) -> None:
+        """Read the text of every hit whose chunk holds only its location in the raw text
+        (``byte_start``/``byte_end`` of its artifact, see :class:`TextArtifactStorage`).
+
+        From the view cache when the namespace's text is there; else one ranged read per
+        hit when the raw store can (files: a few KB each); else the whole text once,
+        through the view cache (bounded by ``cache_bytes``).
+        """
+        located = [h for h in hits if not h.text and "byte_start" in h.payload]
+        if not located:
+            return
+        where: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        offset = 0  # of each artifact in the view's text, as _view joins them
+        for entry in meta["artifacts"]:
+            where[entry["generation"]] = (offset, entry)
+            offset += int(entry.get("bytes", 0))
+        view = self._cached_view(namespace, meta)
+        for hit in located:
+            found = where.get(str(hit.payload.get("generation")))
+            if found is None:  # not in this metadata: cannot happen for a filtered search
+                raise StorageError(
+                    f"namespace {namespace!r}: a chunk of generation "
+                    f"{hit.payload.get('generation')!r} is not in its metadata",
+                    namespace=namespace,
+                )
+            at, entry = found
+            start, stop = int(hit.payload["byte_start"]), int(hit.payload["byte_end"])
+            data = None
+            if view is None:
+                try:
+                    data = storage.read_span(
+                        namespace, dict(entry), start, stop, tenant=self.tenant
+                    )
+                except NotFoundError as exc:
+                    if self._catalog.shared and self._meta(namespace) is None:
+                        raise missing_blob(namespace, exc) from None
+                    raise
+                if data is None:
+                    view = self._view(namespace, meta)
+            if data is None:
+                assert view is not None
+                data = view.data[at + start : at + stop]
+            hit.text = data.decode("utf-8")
 
     def _page_finder(
         self, namespace: str, meta: Mapping[str, Any], storage: TextArtifactStorage
@@ -1846,7 +1934,7 @@ class TaskMemory:
             finally:
                 self._cancelled.discard(namespace)
         for entry in meta["artifacts"]:
-            self._texts.pop(entry["generation"], None)
+            self._take_text(entry["generation"])
         storage = self._kind_storage(meta["storage"])
         with self._lock:
             current = self._meta(namespace)
@@ -2045,12 +2133,12 @@ def _open_index(root: Path) -> tuple[QdrantVectorStore, str]:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
             return QdrantVectorStore(
-                path=str(root / "vectors"), lexical=TOOL_OUTPUT_LEXICAL
+                path=str(root / "vectors"), lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE
             ), "path"
         except StorageError as exc:
             if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():
                 raise
-            return QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL), "memory"
+            return QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE), "memory"
     finally:
         lock.close()  # closing the descriptor releases the flock
 

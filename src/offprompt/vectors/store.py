@@ -97,9 +97,12 @@ class _Core:
         embedder: Embedder,
         encoder: BM25WordEncoder | BM25SparseEncoder | None,
         batch_size: int,
+        *,
+        dense: bool = True,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
+        self.dense = dense
         self.encoder = encoder
         self.batch_size = batch_size
         self.index_kinds: dict[str, IndexKind] = {}
@@ -141,6 +144,14 @@ class QdrantVectorStore:
             outputs; on the Loghub dev logs' rare events it finds 0.998 in the top 5
             against 0.940 with words, ``benchmarks/RESULTS_query_memory_loghub.md``).
             An existing collection keeps what it was written with.
+        dense: Store dense vectors (``embedder``'s) and rank with them. ``False`` makes a
+            collection of BM25 sparse vectors only: ``hybrid`` searches are BM25 alone and
+            ``dense`` ones are refused. ``TaskMemory`` creates its index so when it uses
+            the offline ``HashingEmbedder``: there the dense vectors were the largest part
+            of the index on disk and added nothing to recall
+            (``benchmarks/RESULTS_query_memory_loghub.md``). An existing collection keeps
+            what it was written with (with or without dense vectors); opening one without
+            them with another embedder raises :class:`~offprompt.errors.StorageError`.
         payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
             | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
 
@@ -175,8 +186,11 @@ class QdrantVectorStore:
         fusion_weights: tuple[float, float] | None = None,
         analyzer: Analyzer | None = None,
         lexical: Literal["words", "tokens"] = "words",
+        dense: bool = True,
     ) -> None:
         validate_namespace(collection, what="collection")
+        if not dense and not sparse:
+            raise ValidationError("a store needs dense or sparse vectors (or both)")
         if lexical not in ("words", "tokens"):
             raise ValidationError(f"lexical must be 'words' or 'tokens', got {lexical!r}")
         sparse_name = (
@@ -208,7 +222,7 @@ class QdrantVectorStore:
         dims = int(embedder.dimensions)
         backend: EdgeBackend | ClientBackend
         if engine == "edge":
-            backend = EdgeBackend(path, collection, dims, sparse, sparse_name)
+            backend = EdgeBackend(path, collection, dims, sparse, sparse_name, dense)
         else:
             from qdrant_client import AsyncQdrantClient, QdrantClient
 
@@ -220,7 +234,15 @@ class QdrantVectorStore:
                     client = QdrantClient(path=path)
                 else:
                     client = QdrantClient(":memory:")
-            backend = ClientBackend(client, collection, dims, sparse, aclient, sparse_name)
+            backend = ClientBackend(client, collection, dims, sparse, aclient, sparse_name, dense)
+        if dense and not backend.dense and not isinstance(embedder, HashingEmbedder):
+            backend.close()
+            raise StorageError(
+                f"collection {collection!r} was created without dense vectors, so "
+                f"{type(embedder).__name__} would not be used; give another collection= "
+                "(or path=) for an embedding model",
+                collection=collection,
+            )
         if fusion_weights is None:
             fusion_weights = (1.0, 4.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
         if len(fusion_weights) != 2 or min(fusion_weights) < 0:
@@ -235,7 +257,7 @@ class QdrantVectorStore:
             encoder = BM25SparseEncoder()  # a collection written before the word analyzer
         elif sparse:
             encoder = BM25WordEncoder(analyzer)
-        self._core = _Core(backend, embedder, encoder, batch_size)
+        self._core = _Core(backend, embedder, encoder, batch_size, dense=backend.dense)
         for key, kind in (
             ("tenant", "keyword"),
             ("namespace", "keyword"),
@@ -256,6 +278,11 @@ class QdrantVectorStore:
     def embedder(self) -> Embedder:
         """The embedder of the dense vectors."""
         return self._core.embedder
+
+    @property
+    def dense(self) -> bool:
+        """Whether this collection holds dense vectors (see ``dense=``)."""
+        return self._core.dense
 
     @property
     def sparse_encoder(self) -> BM25WordEncoder | BM25SparseEncoder | None:
@@ -384,15 +411,17 @@ class QdrantVectorStore:
             raise ValidationError(
                 f"payload keys {sorted(bad)} are reserved by the store", record_id=record_id
             )
-        return {
+        payload = {
             **extra,
             "tenant": self.tenant,
             **self._scope_payload,
             "namespace": namespace,
             "kind": kind,
             "record_id": record_id,
-            "text": text,
         }
+        if text:  # an empty text is left out (read back as ""): a caller keeping it elsewhere
+            payload["text"] = text
+        return payload
 
     def _prepare(self, namespace: str, records: Sequence[VectorRecord]) -> list[BackendPoint]:
         validate_namespace(namespace)
@@ -408,12 +437,17 @@ class QdrantVectorStore:
                 raise ValidationError(f"record {record.id!r}: text must be str")
             if not isinstance(record.payload, dict):
                 raise ValidationError(f"record {record.id!r}: payload must be a dict")
+            if record.vector is not None and not core.dense:
+                raise ValidationError(
+                    f"record {record.id!r} has a dense vector, but this store has none "
+                    "(created with dense=False)"
+                )
             if record.vector is not None and len(record.vector) != core.embedder.dimensions:
                 raise ValidationError(
                     f"record {record.id!r}: vector has {len(record.vector)} dimensions, "
                     f"the store needs {core.embedder.dimensions}"
                 )
-        to_embed = [i for i, r in enumerate(records) if r.vector is None]
+        to_embed = [i for i, r in enumerate(records) if r.vector is None] if core.dense else []
         dense: list[list[float] | None] = [r.vector for r in records]
         if to_embed:
             texts = [_embed_text(records[i]) for i in to_embed]
@@ -453,6 +487,13 @@ class QdrantVectorStore:
             if mode == "sparse":
                 raise ValidationError("mode='sparse' needs a store created with sparse=True")
             mode = "dense"
+        if not self._core.dense:
+            if mode == "dense":
+                raise ValidationError(
+                    "mode='dense' needs dense vectors; this collection has none (created "
+                    "with dense=False, task memory's default without an embedding model)"
+                )
+            mode = "sparse"  # hybrid: BM25 is the only ranking
         dense = self._core.embedder.embed_query(query) if mode != "sparse" else None
         if dense is not None and not any(dense):
             dense = None
