@@ -32,6 +32,7 @@ Tree::
     ├── DemoError                a step of ``offprompt demo`` did not produce what it should
     └── UpstreamError            ``offprompt mcp proxy``'s server cannot start or keep running
         └── RemoteError          one request to it got no result (its error, a timeout, its exit)
+            └── NoAnswer         no answer came: it timed out or exited first
 
 Every public exception is defined here, once; the modules that raise one re-export it
 from here (``from offprompt.errors import ForgetError``), so one ``except`` catches it
@@ -59,6 +60,7 @@ __all__ = [
     "MemoryModelError",
     "ModelError",
     "NamespaceError",
+    "NoAnswer",
     "NotAStoreError",
     "NotFoundError",
     "NotJsonError",
@@ -208,3 +210,12 @@ class RemoteError(UpstreamError):
         super().__init__(message, code=code)
         self.code = code
         self.data = data
+
+
+class NoAnswer(RemoteError):
+    """No answer came: the upstream did not answer in time (JSON-RPC code ``408``, the
+    proxy's request timeout) or exited first (``-32000``, connection closed).
+
+    A :class:`RemoteError` that is not one is the upstream's own JSON-RPC error, whatever
+    its code: a server may answer with ``-32000`` or ``408`` too.
+    """

@@ -369,7 +369,8 @@ def test_graph_over_sqlite_graph_state_matches_a_fresh_reader(tmp_path: Path) ->
 
 
 def test_savers_of_one_file_share_its_one_store(tmp_path: Path) -> None:
-    from offprompt.stores import open_store, release_store, shared_holders
+    from offprompt.stores import open_store, release_store
+    from offprompt.stores.shared import shared_holders
 
     db = tmp_path / "memory.db"
     first, second = OffpromptSaver(path=str(db)), OffpromptSaver(path=str(db))

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from offprompt.errors import RemoteError
+from offprompt.errors import NoAnswer, RemoteError
 
 __all__ = ["CONNECTION_CLOSED", "REQUEST_TIMEOUT", "NoAnswer", "RemoteError", "UpstreamClient"]
 
@@ -32,15 +32,6 @@ CONNECTION_CLOSED = -32000
 _METHOD_NOT_FOUND = -32601
 _INTERNAL_ERROR = -32603
 _CANCEL_SECONDS = 5.0
-
-
-class NoAnswer(RemoteError):
-    """No answer came: the upstream did not answer in time (:data:`REQUEST_TIMEOUT`) or
-    exited first (:data:`CONNECTION_CLOSED`).
-
-    A :class:`RemoteError` that is not one is the upstream's own JSON-RPC error, whatever
-    its code: a server may answer with ``-32000`` or ``408`` too.
-    """
 
 
 def _remote_error(error: Any) -> RemoteError:
