@@ -445,14 +445,17 @@ async def test_async_twins(memory: TaskMemory) -> None:
 def test_query_hits_name_their_artifact_and_chunk_index(memory: TaskMemory) -> None:
     # Chunks do not store their artifact id or index; both follow from seq and the
     # committed entries, also across a second write to the same namespace.
-    items = [TextArtifact(value=f"quasar{i}marker " + _log(40, i)) for i in range(2)]
+    # Markers that are whole tokens: BM25 over token ids cannot tell "quasar0marker"
+    # from "quasar1marker" by more than the digit, which "/api/v1" also holds.
+    markers = ["quasar", "nebula"]
+    items = [TextArtifact(value=f"{markers[i]} marker " + _log(40, i)) for i in range(2)]
     memory.process_output("db", "select", ListArtifact(value=items, name="parts"))
     last = TextArtifact(value=_log(30, 9) + " the zebra code is 5521")
     memory.store_artifact("parts", last)
     loaded = memory.load_artifacts("parts").value
     assert [a.id for a in loaded] == [items[0].id, items[1].id, last.id]
     for i, item in enumerate(items):
-        hit = memory.query("parts", f"quasar{i}marker", top_n=1).value[0]
+        hit = memory.query("parts", f"{markers[i]} marker", top_n=1).value[0]
         assert hit.meta["artifact_id"] == item.id
         assert hit.meta["chunk_index"] == 0
     hit = memory.query("parts", "zebra code", top_n=1).value[0]
