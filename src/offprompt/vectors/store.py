@@ -26,7 +26,6 @@ common case) carry only what they need.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,38 +41,23 @@ from offprompt.vectors._backends import (
     IndexKind,
     Scored,
 )
+from offprompt.vectors._payload import (
+    NO_SCOPE,
+    RESERVED_KEYS,
+    SCOPE_PAYLOAD_KEYS,
+    check_filter_value,
+    embed_text,
+)
 from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
-from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
+from offprompt.vectors.records import Hit, VectorRecord, point_id
 from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["RESERVED_KEYS", "QdrantVectorStore"]
+__all__ = ["RESERVED_KEYS", "SCOPE_PAYLOAD_KEYS", "QdrantVectorStore"]
 
-#: Payload keys the store writes itself; callers cannot set or filter on them.
-RESERVED_KEYS = frozenset(
-    {
-        "namespace",
-        "tenant",
-        "kind",
-        "record_id",
-        "text",
-        "scope_user",
-        "scope_agent",
-        "scope_session",
-        "scope_run",
-    }
-)
-#: Scope field -> payload key of the partition fields below the tenant.
-SCOPE_PAYLOAD_KEYS = {
-    "user": "scope_user",
-    "agent": "scope_agent",
-    "session": "scope_session",
-    "run": "scope_run",
-}
-_NO_SCOPE = {key: "" for key in SCOPE_PAYLOAD_KEYS.values()}
 Engine = Literal["auto", "edge", "client"]
 SearchMode = Literal["hybrid", "dense", "sparse"]
 _RECORD = "record"
@@ -197,7 +181,7 @@ class QdrantVectorStore:
             BM25WordEncoder.vector_name if lexical == "words" else BM25SparseEncoder.vector_name
         )
         self.tenant = validate_namespace(tenant, what="tenant")
-        self._scope: dict[str, str] = dict(_NO_SCOPE)
+        self._scope: dict[str, str] = dict(NO_SCOPE)
         if batch_size < 1:
             raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
         targets = [
@@ -395,7 +379,7 @@ class QdrantVectorStore:
                 raise ValidationError(f"filter keys must be non-empty str, got {key!r}")
             if key in RESERVED_KEYS:
                 raise ValidationError(f"filter key {key!r} is reserved by the store")
-            cond.append((key, _check_filter_value(key, value)))
+            cond.append((key, check_filter_value(key, value)))
         return cond
 
     def _payload(
@@ -450,7 +434,7 @@ class QdrantVectorStore:
         to_embed = [i for i, r in enumerate(records) if r.vector is None] if core.dense else []
         dense: list[list[float] | None] = [r.vector for r in records]
         if to_embed:
-            texts = [_embed_text(records[i]) for i in to_embed]
+            texts = [embed_text(records[i]) for i in to_embed]
             for i, embedded in zip(to_embed, core.embedder.embed_documents(texts), strict=True):
                 dense[i] = embedded
         sparse_vectors: list[SparseVector | None] = [None] * len(records)
@@ -458,7 +442,7 @@ class QdrantVectorStore:
             sparse_vectors = [r.sparse for r in records]
             missing = [i for i, r in enumerate(records) if r.sparse is None]
             if missing:
-                encoded = core.encoder.encode_documents([_embed_text(records[i]) for i in missing])
+                encoded = core.encoder.encode_documents([embed_text(records[i]) for i in missing])
                 for i, sparse_vector in zip(missing, encoded, strict=True):
                     sparse_vectors[i] = sparse_vector
         points = []
@@ -892,26 +876,3 @@ class QdrantVectorStore:
     async def anamespaces(self) -> list[str]:
         """Async twin of :meth:`namespaces`."""
         return await asyncio.to_thread(self.namespaces)
-
-
-def _embed_text(record: VectorRecord) -> str:
-    return record.embed_text if record.embed_text is not None else record.text
-
-
-def _check_filter_value(key: str, value: Any) -> FilterValue:
-    if isinstance(value, Range):
-        return value
-    if isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-        if not items:
-            raise ValidationError(
-                f"filter {key!r}: an empty list matches nothing; drop the key or give values"
-            )
-        if all(isinstance(v, str) for v in items) or all(
-            isinstance(v, int) and not isinstance(v, bool) for v in items
-        ):
-            return items
-        raise ValidationError(f"filter {key!r}: a list must hold only str or only int values")
-    raise ValidationError(f"filter {key!r}: unsupported value type {builtins.type(value).__name__}")
