@@ -34,14 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from offprompt.errors import StorageError, ValidationError
 from offprompt.names import validate_namespace
 from offprompt.scope import Scope, as_scope
-from offprompt.vectors._backends import (
-    BackendPoint,
-    ClientBackend,
-    Cond,
-    EdgeBackend,
-    IndexKind,
-    Scored,
-)
+from offprompt.vectors._backends import BackendPoint, Cond, IndexKind, Scored, VectorBackend
+from offprompt.vectors._client import ClientBackend
+from offprompt.vectors._edge import EdgeBackend
 from offprompt.vectors.analyzer import Analyzer
 from offprompt.vectors.embedders import Embedder, HashingEmbedder
 from offprompt.vectors.records import FilterValue, Hit, Range, VectorRecord, point_id
@@ -93,7 +88,7 @@ class _Core:
 
     def __init__(
         self,
-        backend: EdgeBackend | ClientBackend,
+        backend: VectorBackend,
         embedder: Embedder,
         encoder: BM25WordEncoder | BM25SparseEncoder | None,
         batch_size: int,
@@ -220,7 +215,7 @@ class QdrantVectorStore:
             raise ValidationError(f"engine must be 'auto', 'edge' or 'client', got {engine!r}")
         embedder = embedder or HashingEmbedder()
         dims = int(embedder.dimensions)
-        backend: EdgeBackend | ClientBackend
+        backend: VectorBackend
         if engine == "edge":
             backend = EdgeBackend(path, collection, dims, sparse, sparse_name, dense)
         else:
@@ -290,7 +285,7 @@ class QdrantVectorStore:
         return self._core.encoder
 
     @property
-    def _backend(self) -> EdgeBackend | ClientBackend:
+    def _backend(self) -> VectorBackend:
         if self._core.closed:
             raise StorageError("the vector store is closed", collection=self.collection)
         return self._core.backend
