@@ -35,7 +35,8 @@ from typing import Any
 from offprompt.artifacts import TextArtifact
 from offprompt.task_memory import TaskMemory
 from offprompt.vectors import HashingEmbedder, QdrantVectorStore, VectorRecord
-from offprompt.vectors._backends import BackendPoint, edge_config
+from offprompt.vectors._backends import BackendPoint
+from offprompt.vectors._edge import edge_config
 
 RESULTS = Path(__file__).with_name("RESULTS_task_memory.md")
 WORDS = [

@@ -42,16 +42,6 @@ OVERSIZED: dict[str, str] = {
         "six jobs around an untyped dict (commit, indexing jobs, stats and card, the view "
         "cache, reads, retention): to become a facade over one module per job"
     ),
-    "src/offprompt/stores/postgres.py": (
-        "schema and migrations / the sans-IO operations / connections and pools / the store"
-    ),
-    "src/offprompt/vectors/_backends.py": (
-        "the edge engine / the client, to meet behind one typing.Protocol"
-    ),
-    "src/offprompt/stores/sqlite.py": (
-        "the conversation store and the task-output store in one class (917 lines): the "
-        "task-output half to move beside stores/_tasks.py"
-    ),
 }
 
 

@@ -20,8 +20,7 @@ from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.forget import forget
 from offprompt.messages import Message
 from offprompt.scope import Scope
-from offprompt.stores import PostgresStore, _tasks
-from offprompt.stores import postgres as postgres_module
+from offprompt.stores import PostgresStore, _pg_pool, _pg_schema, _tasks
 from offprompt.stores.postgres import SCHEMA_VERSION
 
 
@@ -110,7 +109,7 @@ def test_a_version_4_schema_keeps_its_task_bytes_and_stores_new_ones_uncompresse
     stored under v4 (compressed) stay readable as they are."""
     with psycopg.connect(postgres_dsn, autocommit=True) as conn, conn.transaction():
         for step in range(1, 5):
-            for statement in postgres_module.MIGRATIONS[step]:
+            for statement in _pg_schema.MIGRATIONS[step]:
                 conn.execute(statement)
             conn.execute("INSERT INTO offprompt_schema_version (version) VALUES (%s)", (step,))
     old = b"2026-03-14 INFO api GET /items 200\n" * 20_000  # compressible, TOASTed
@@ -368,7 +367,7 @@ def test_an_idle_connection_is_checked_before_use(
     marked: PostgresStore, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = marked
-    monkeypatch.setattr(postgres_module, "CHECK_AFTER_IDLE_S", 0.0)
+    monkeypatch.setattr(_pg_pool, "CHECK_AFTER_IDLE_S", 0.0)
     store.append("s", msgs("before"), [1])
     _kill_backends(postgres_dsn, "offprompt-kill-me")
     assert store.append("s", msgs("after"), [1]) == [1]
@@ -417,7 +416,7 @@ def test_a_window_and_an_append_are_one_statement_each(
     monkeypatch.setattr(psycopg.Cursor, "execute", counting)
     # A loaded machine may leave a connection idle past the 2 s check window between two
     # calls here; count only the window's and the append's own statements.
-    monkeypatch.setattr(postgres_module, "CHECK_AFTER_IDLE_S", 3600.0)
+    monkeypatch.setattr(_pg_pool, "CHECK_AFTER_IDLE_S", 3600.0)
     store.version("s")
     # a new connection: the pool checked it (psycopg-pool 3.2.2 on: an empty query;
     # 3.2.0 and 3.2.1: SELECT 1)

@@ -12,7 +12,7 @@ import pytest
 from offprompt.errors import ValidationError
 from offprompt.scope import Scope
 from offprompt.vectors import QdrantVectorStore, VectorRecord
-from offprompt.vectors._backends import _checkable, _edge_decode, _edge_encode, _matches
+from offprompt.vectors._edge import _checkable, _edge_decode, _edge_encode, _matches
 
 WORDS = [
     "disk",
@@ -131,7 +131,7 @@ CONDITIONS: list[Any] = [None, "", "a", "b", ["a", "c"], 0, 1, [1, 2], True, Fal
 def test_payload_check_agrees_with_the_engine() -> None:
     """For every stored value and condition, ``_matches`` says what the engine's filter
     says (or ``None``, leaving it to the engine)."""
-    from offprompt.vectors._backends import EdgeBackend
+    from offprompt.vectors._edge import EdgeBackend
 
     backend = EdgeBackend(None, "narrow", 8, False)
     try:

@@ -37,12 +37,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from offprompt.errors import NotAStoreError, NotFoundError, StorageError, ValidationError
+from offprompt.errors import NotAStoreError, StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
 from offprompt.stores import _tasks
 from offprompt.stores._blobrefs import decode_cached, externalize
 from offprompt.stores._bodies import pack_body, unpack_body
+from offprompt.stores._sqlite_tasks import SQLiteTasks
 from offprompt.stores.base import (
     SCOPE_COLUMNS,
     BaseStore,
@@ -51,7 +52,6 @@ from offprompt.stores.base import (
     SessionInfo,
     SessionVersion,
     StoredMessage,
-    TaskRecord,
     check_append,
     check_range,
     check_scope_session,
@@ -291,7 +291,7 @@ def _check_is_store(path: Path) -> None:
         )
 
 
-class SQLiteStore(BaseStore):
+class SQLiteStore(SQLiteTasks, BaseStore):
     """A :class:`~offprompt.stores.ConversationStore` in one SQLite file (WAL mode).
 
     Safe with several threads and several processes appending to the same session:
@@ -726,82 +726,6 @@ class SQLiteStore(BaseStore):
         return ForgetCounts(
             int(messages), int(state), int(sessions), int(blobs) + task_blobs, task_outputs=tasks
         )
-
-    # -- task outputs ----------------------------------------------------------------
-    def _task_read(self, op: _tasks.Op[Any]) -> Any:
-        try:
-            return _tasks.run_on(self._conn().execute, op)
-        except sqlite3.Error as exc:
-            raise StorageError(
-                f"read from {self.path} failed: {exc}", path=str(self.path)
-            ) from None
-
-    def _task_write(self, op: _tasks.Op[Any]) -> Any:
-        with self._write() as conn:
-            return _tasks.run_on(conn.execute, op)
-
-    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
-        found: TaskRecord | None = self._task_read(
-            _tasks.op_get(_tasks.task_part(namespace, scope), namespace)
-        )
-        return found
-
-    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
-        found: list[TaskRecord] = self._task_read(_tasks.op_list(_tasks.list_part(scope)))
-        return found
-
-    def task_commit(
-        self,
-        namespace: str,
-        meta: dict[str, Any],
-        *,
-        expect: int | None,
-        blobs: Sequence[str] = (),
-        scope: Scope | None = None,
-    ) -> int | None:
-        text = _tasks.check_meta(meta)
-        part = _tasks.task_part(namespace, scope)
-        version: int | None = self._task_write(
-            _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
-        )
-        return version
-
-    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
-        part = _tasks.task_part(namespace, scope)
-        found: TaskRecord | None = self._task_write(_tasks.op_delete(part, namespace))
-        return found
-
-    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
-        part = _tasks.task_part(namespace, scope)
-        key = _tasks.content_key(data)
-        self._task_write(_tasks.op_put_blob(part, namespace, key, bytes(data)))
-        return key
-
-    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
-        part = _tasks.task_part(namespace, scope)
-        data: bytes | None = self._task_read(_tasks.op_get_blob(part, namespace, key))
-        if data is None:
-            raise NotFoundError(f"no blob {key} in namespace {namespace!r}", namespace=namespace)
-        return data
-
-    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
-        part = _tasks.task_part(namespace, scope)
-        keys: list[str] = self._task_read(_tasks.op_blob_keys(part, namespace))
-        return keys
-
-    def task_delete_blob(
-        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
-    ) -> int:
-        part = _tasks.task_part(namespace, scope)
-        removed: int = self._task_write(_tasks.op_delete_blob(part, namespace, key))
-        return removed
-
-    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
-        selected = check_selector(scope, all=all)
-        counts: tuple[int, int] = self._task_write(_tasks.op_forget(selected))
-        with contextlib.suppress(StorageError):
-            self.checkpoint(wait=0.5)
-        return counts
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
 

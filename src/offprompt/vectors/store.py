@@ -33,14 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from offprompt.errors import StorageError, ValidationError
 from offprompt.names import validate_namespace
 from offprompt.scope import Scope, as_scope
-from offprompt.vectors._backends import (
-    BackendPoint,
-    ClientBackend,
-    Cond,
-    EdgeBackend,
-    IndexKind,
-    Scored,
-)
+from offprompt.vectors._backends import BackendPoint, Cond, IndexKind, Scored, VectorBackend
+from offprompt.vectors._client import ClientBackend
+from offprompt.vectors._edge import EdgeBackend
 from offprompt.vectors._payload import (
     NO_SCOPE,
     RESERVED_KEYS,
@@ -77,7 +72,7 @@ class _Core:
 
     def __init__(
         self,
-        backend: EdgeBackend | ClientBackend,
+        backend: VectorBackend,
         embedder: Embedder,
         encoder: BM25WordEncoder | BM25SparseEncoder | None,
         batch_size: int,
@@ -204,7 +199,7 @@ class QdrantVectorStore:
             raise ValidationError(f"engine must be 'auto', 'edge' or 'client', got {engine!r}")
         embedder = embedder or HashingEmbedder()
         dims = int(embedder.dimensions)
-        backend: EdgeBackend | ClientBackend
+        backend: VectorBackend
         if engine == "edge":
             backend = EdgeBackend(path, collection, dims, sparse, sparse_name, dense)
         else:
@@ -274,7 +269,7 @@ class QdrantVectorStore:
         return self._core.encoder
 
     @property
-    def _backend(self) -> EdgeBackend | ClientBackend:
+    def _backend(self) -> VectorBackend:
         if self._core.closed:
             raise StorageError("the vector store is closed", collection=self.collection)
         return self._core.backend
