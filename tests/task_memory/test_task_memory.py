@@ -290,6 +290,25 @@ def test_summarize_and_delete(memory: TaskMemory) -> None:
     assert memory.vector_store.count("ci") == 0
 
 
+async def test_summarize_and_asummarize_share_one_page_plan(memory: TaskMemory) -> None:
+    """One page or several, the sync and async summaries agree on text and meta."""
+    from offprompt.summarizers import ExtractiveSummarizer
+
+    summarizer = ExtractiveSummarizer(tokenizer=memory.tokenizer)
+    memory.process_output("ci", "deploy", TextArtifact(value="disk full on node 7\n", name="one"))
+    memory.process_output("ci", "deploy", TextArtifact(value=_log(4000), name="many"))
+    for namespace, pages in (("one", 1), ("many", None)):
+        sync = memory.summarize(namespace, summarizer, max_tokens=60)
+        both = await memory.asummarize(namespace, summarizer, max_tokens=60)
+        default = await memory.asummarize(namespace, max_tokens=60)
+        assert sync.value == both.value == default.value
+        assert sync.meta == both.meta == default.meta
+        assert sync.meta["tool"] == "ci" and sync.meta["pages"] >= 1
+        if pages is not None:
+            assert sync.meta["pages"] == pages
+    assert memory.summarize("many", summarizer).meta["pages"] > 1
+
+
 def test_meta_memory_records_the_calling_step(memory: TaskMemory) -> None:
     entry = ActionSubtaskMetaEntry(
         thought="need the logs", actions='[{"name": "logs.fetch"}]', answer="stored"

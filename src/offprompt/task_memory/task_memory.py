@@ -72,6 +72,7 @@ from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import BaseStore
 from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
 from offprompt.task_memory import json_view
+from offprompt.task_memory._reads import SummaryPlan
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
 from offprompt.task_memory.card import (
     OutputStats,
@@ -1884,25 +1885,24 @@ class TaskMemory:
     ) -> TextArtifact:
         """A summary of ``namespace``'s text, page by page then combined for long outputs.
 
+        ``meta`` holds ``pages`` (the pages summarized) and ``tool``, for one page too.
+
         Raises:
             NotFoundError: Unknown namespace.
         """
-        meta = self._require(namespace)
         summarizer = summarizer or ExtractiveSummarizer(tokenizer=self.tokenizer)
-        first = self.read(namespace, 1, page_tokens=self.page_tokens * 8)
-        pages = int(first.meta["pages"])
-        if pages == 1:
-            return TextArtifact(
-                value=summarizer.summarize_text(first.value, max_tokens=max_tokens), name=namespace
-            )
-        partial = [summarizer.summarize_text(first.value, max_tokens=max_tokens)]
-        for page in range(2, pages + 1):
-            text = self.read(namespace, page, page_tokens=self.page_tokens * 8).value
-            partial.append(summarizer.summarize_text(text, max_tokens=max_tokens))
-        combined = summarizer.summarize_text("\n\n".join(partial), max_tokens=max_tokens)
-        return TextArtifact(
-            value=combined, name=namespace, meta={"pages": pages, "tool": meta.get("tool")}
-        )
+        plan = self._summary_plan(namespace)
+        parts = [summarizer.summarize_text(plan.first, max_tokens=max_tokens)]
+        for page in plan.rest:
+            text = self.read(namespace, page, plan.page_tokens).value
+            parts.append(summarizer.summarize_text(text, max_tokens=max_tokens))
+        if not plan.combine:
+            return plan.result(parts[0])
+        return plan.result(summarizer.summarize_text(plan.joined(parts), max_tokens=max_tokens))
+
+    def _summary_plan(self, namespace: str) -> SummaryPlan:
+        tool = self._require(namespace).get("tool")
+        return SummaryPlan.start(namespace, tool, self.page_tokens, self.read)
 
     def delete(self, namespace: str) -> bool:
         """Remove ``namespace`` (metadata first, so it disappears at once); False if unknown."""
@@ -2001,21 +2001,15 @@ class TaskMemory:
         if summarizer is None:
             return await asyncio.to_thread(self.summarize, namespace, None, max_tokens=max_tokens)
         # A caller's summarizer may be a real async LLM call: keep it on the loop.
-        meta = await asyncio.to_thread(self._require, namespace)
-        first = await self.aread(namespace, 1, self.page_tokens * 8)
-        pages = int(first.meta["pages"])
-        parts = [await summarizer.asummarize_text(first.value, max_tokens=max_tokens)]
-        for page in range(2, pages + 1):
-            text = (await self.aread(namespace, page, self.page_tokens * 8)).value
+        plan = await asyncio.to_thread(self._summary_plan, namespace)
+        parts = [await summarizer.asummarize_text(plan.first, max_tokens=max_tokens)]
+        for page in plan.rest:
+            text = (await self.aread(namespace, page, plan.page_tokens)).value
             parts.append(await summarizer.asummarize_text(text, max_tokens=max_tokens))
-        value = (
-            parts[0]
-            if pages == 1
-            else await summarizer.asummarize_text("\n\n".join(parts), max_tokens=max_tokens)
-        )
-        return TextArtifact(
-            value=value, name=namespace, meta={"pages": pages, "tool": meta.get("tool")}
-        )
+        if not plan.combine:
+            return plan.result(parts[0])
+        joined = plan.joined(parts)
+        return plan.result(await summarizer.asummarize_text(joined, max_tokens=max_tokens))
 
     async def aload_artifacts(self, namespace: str) -> ListArtifact:
         """Async twin of :meth:`load_artifacts`."""
