@@ -212,7 +212,7 @@ def test_background_indexing_waits_for_reads_of_its_process(
     read_lines, json) of the same process runs: the embedded engine's upserts keep the
     GIL for tens of ms, which made a 50 MB grep beside indexing 5-10x slower. After
     the read, indexing goes on and finishes."""
-    from offprompt.task_memory import task_memory as module
+    from offprompt.task_memory import _index_jobs as module
 
     monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)  # only the read's end frees it
     with TaskMemory() as memory:
@@ -232,7 +232,7 @@ def test_background_indexing_waits_for_reads_of_its_process(
         monkeypatch.setattr(type(store), "upsert", lambda self, *a, **kw: watched(*a, **kw))
         memory.process_output("logs", "call", TextArtifact(_logs(8000) + NEEDLE, name="r"))
         assert first.wait(60), "indexing never began"
-        with memory._reading():  # a read begins while the first batch is upserted
+        with module.reading(memory):  # a read begins while the first batch is upserted
             go_on.set()
             reading_since = len(upserts)
             # The first batch ends; the next one waits for this read to end.
@@ -246,14 +246,14 @@ def test_background_indexing_waits_for_reads_of_its_process(
 
 
 def test_close_frees_an_indexing_batch_waiting_for_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    from offprompt.task_memory import task_memory as module
+    from offprompt.task_memory import _index_jobs as module
 
     monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)
     memory = TaskMemory()
     waited = threading.Event()
-    with memory._reading():
+    with module.reading(memory):
         waiter = threading.Thread(
-            target=lambda: (memory._yield_to_reads(lambda: False), waited.set())
+            target=lambda: (module.yield_to_reads(memory, lambda: False), waited.set())
         )
         waiter.start()
         assert not waited.wait(0.3)  # held by the read

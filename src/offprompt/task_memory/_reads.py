@@ -1,17 +1,44 @@
-"""How ``TaskMemory`` serves reads of a stored text: pages, passages of query hits,
-the page a chunk falls on, and the page plan of a summary.
+"""How ``TaskMemory`` serves reads of a stored text: the namespace's view, pages, JSON,
+query hits with their passages and pages, and the page plan of a summary.
 
-The functions here take the namespace's metadata and its :class:`TextView` (from the
-view cache) and never touch the catalog: the facade looks the namespace up, marks the
-read as running (so background indexing yields) and calls them.
+Every read goes through the committed metadata (the facade looks the namespace up)
+and the :class:`~offprompt.task_memory._view_cache.ViewCache`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from offprompt.artifacts import TextArtifact
+from offprompt.artifacts import (
+    ListArtifact,
+    TextArtifact,
+)
+from offprompt.errors import (
+    NotFoundError,
+    NotJsonError,
+    RangeError,
+    StorageError,
+    ValidationError,
+)
+from offprompt.task_memory import (
+    _card_stats,
+    _index_jobs,
+    json_view,
+)
+from offprompt.task_memory.catalog import missing_blob
+from offprompt.task_memory.storage import (
+    TextArtifactStorage,
+)
+from offprompt.task_memory.text_view import TextView
+from offprompt.trace import TraceEvent, emit_safely
+from offprompt.vectors import Hit
+
+if TYPE_CHECKING:
+    from offprompt.task_memory.task_memory import TaskMemory
 
 __all__ = ["SummaryPlan"]
 
@@ -68,3 +95,252 @@ class SummaryPlan:
         return TextArtifact(
             value=value, name=self.namespace, meta={"pages": self.pages, "tool": self.tool}
         )
+
+
+def entry_bytes(
+    memory: TaskMemory,
+    namespace: str,
+    entries: Sequence[Mapping[str, Any]],
+    fresh: Mapping[str, bytes] | None = None,
+) -> bytes:
+    storage = memory._text_storage()
+    parts: list[bytes] = []
+    for entry in entries:
+        data = (fresh or {}).get(entry["generation"])
+        if data is None:
+            try:
+                data = storage.raw_bytes(namespace, dict(entry), tenant=memory.tenant)
+            except NotFoundError as exc:
+                if memory._catalog.shared and memory._meta(namespace) is None:
+                    raise missing_blob(namespace, exc) from None
+                raise
+        parts.append(data)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def namespace_view(
+    memory: TaskMemory,
+    namespace: str,
+    meta: Mapping[str, Any],
+    fresh: Mapping[str, bytes] | None = None,
+) -> TextView:
+    """The namespace's text (its artifacts' texts concatenated, as :meth:`read` pages
+    join back), cached for the last few namespaces read. ``fresh``: bytes just
+    written, by generation (not read back from the blob store)."""
+    entries = meta["artifacts"]
+    return memory._view_cache.get(
+        namespace, entries, lambda: entry_bytes(memory, namespace, entries, fresh)
+    )
+
+
+def text_view(memory: TaskMemory, namespace: str) -> TextView:
+    meta = memory._require(namespace)
+    if meta["storage"] != "text":
+        raise ValidationError(
+            f"namespace {namespace!r} holds binary data, not text", namespace=namespace
+        )
+    return namespace_view(memory, namespace, meta)
+
+
+def fill_passages(
+    memory: TaskMemory,
+    namespace: str,
+    meta: Mapping[str, Any],
+    hits: Sequence[Hit],
+    storage: TextArtifactStorage,
+) -> None:
+    """Read the text of every hit whose chunk holds only its location in the raw text
+    (``byte_start``/``byte_end`` of its artifact, see :class:`TextArtifactStorage`).
+
+    From the view cache when the namespace's text is there; else one ranged read per
+    hit when the raw store can (files: a few KB each); else the whole text once,
+    through the view cache (bounded by ``cache_bytes``).
+    """
+    located = [h for h in hits if not h.text and "byte_start" in h.payload]
+    if not located:
+        return
+    where: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    offset = 0  # of each artifact in the view's text, as namespace_view joins them
+    for entry in meta["artifacts"]:
+        where[entry["generation"]] = (offset, entry)
+        offset += int(entry.get("bytes", 0))
+    view = memory._view_cache.cached(namespace, meta["artifacts"])
+    for hit in located:
+        found = where.get(str(hit.payload.get("generation")))
+        if found is None:  # not in this metadata: cannot happen for a filtered search
+            raise StorageError(
+                f"namespace {namespace!r}: a chunk of generation "
+                f"{hit.payload.get('generation')!r} is not in its metadata",
+                namespace=namespace,
+            )
+        at, entry = found
+        start, stop = int(hit.payload["byte_start"]), int(hit.payload["byte_end"])
+        data = None
+        if view is None:
+            try:
+                data = storage.read_span(namespace, dict(entry), start, stop, tenant=memory.tenant)
+            except NotFoundError as exc:
+                if memory._catalog.shared and memory._meta(namespace) is None:
+                    raise missing_blob(namespace, exc) from None
+                raise
+            if data is None:
+                view = namespace_view(memory, namespace, meta)
+        if data is None:
+            assert view is not None
+            data = view.data[at + start : at + stop]
+        hit.text = data.decode("utf-8")
+
+
+def page_finder(
+    memory: TaskMemory, namespace: str, meta: Mapping[str, Any], storage: TextArtifactStorage
+) -> Callable[[Mapping[str, Any]], int]:
+    """``page_of(chunk payload)``: the :meth:`read` page holding the chunk's start.
+
+    Exact when the namespace's pages are already cut (the memory tools cut them
+    before they query) and its text is ASCII (character offsets are byte offsets);
+    otherwise estimated from the chunk's token position.
+    """
+    pages = max(1, int((meta.get("stats") or {}).get("pages") or 1))
+    starts, offset = [], 0  # (first seq, byte offset in the view's text) per artifact
+    # (first seq, tokens before it, its tokens per character): the estimate's scale
+    scales, tokens_before = [], 0
+    for entry in meta["artifacts"]:
+        starts.append((int(entry.get("first_seq", 0)), offset))
+        offset += int(entry.get("bytes", 0))
+        tokens, chars = int(entry.get("tokens", 0)), int(entry.get("chars", 0))
+        scales.append((int(entry.get("first_seq", 0)), tokens_before, tokens / max(chars, 1)))
+        tokens_before += tokens
+    starts.sort()
+    scales.sort()
+    firsts = [first for first, _ in starts]
+    ascii_only = all("chars" in e and e.get("bytes") == e["chars"] for e in meta["artifacts"])
+    bounds = None
+    if meta.get("pages_exact") and ascii_only:
+        view = memory._view_cache.cached(namespace, meta["artifacts"])
+        if view is not None:
+            bounds = view.cached_page_bounds(memory.tokenizer.encoding, memory.page_tokens)
+
+    def page_of(payload: Mapping[str, Any]) -> int:
+        seq = int(payload.get("seq", 0))
+        if bounds is not None and starts:
+            at = starts[max(bisect_right(firsts, seq) - 1, 0)][1] + int(payload.get("start", 0))
+            return min(len(bounds) - 1, max(1, bisect_right(bounds, at)))
+        if tokens_before > 0 and "start" in payload:
+            # Chunks end at line ends (fewer than chunk_tokens tokens) and so do pages
+            # (fewer than page_tokens): the chunk's share of the namespace's tokens,
+            # from its character offset, times the pages.
+            _, before, per_char = scales[max(bisect_right(firsts, seq) - 1, 0)]
+            share = (before + int(payload["start"]) * per_char) / tokens_before
+            return min(pages, max(1, int(share * pages) + 1))
+        return min(pages, seq * storage.chunk_tokens // memory.page_tokens + 1)
+
+    return page_of
+
+
+def read_page(
+    memory: TaskMemory, namespace: str, page: int, page_tokens: int | None
+) -> TextArtifact:
+    meta = memory._require(namespace)
+    size = memory.page_tokens if page_tokens is None else page_tokens
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValidationError(f"page_tokens must be an int >= 1, got {size!r}")
+    if meta["storage"] != "text":
+        artifacts = memory.load_artifacts(namespace)
+        return TextArtifact(value=artifacts.to_text(), name=namespace, meta={"page": 1, "pages": 1})
+    view = namespace_view(memory, namespace, meta)
+    valid = isinstance(page, int) and not isinstance(page, bool) and page >= 1
+    # Cut only up to the page asked for: page 1 of a huge output answers at once.
+    bounds, complete = view.page_bounds_until(memory.tokenizer.encoding, size, page if valid else 1)
+    cut = max(1, len(bounds) - 1)
+    pages = cut
+    if not complete:  # the rest is not cut yet: the card's estimate, at least one more
+        tokens = int((meta.get("stats") or {}).get("tokens") or meta.get("tokens") or 0)
+        pages = max(cut + 1, math.ceil(tokens / size))
+    if not valid or page > cut:
+        about = "" if complete else "about "
+        raise RangeError(
+            f"page must be between 1 and {about}{pages} for namespace {namespace!r}, got {page!r}",
+            namespace=namespace,
+        )
+    found: dict[str, Any] = {"page": page, "pages": pages, "namespace": namespace}
+    if not complete:
+        found["pages_estimated"] = True
+    return TextArtifact(
+        value=view.data[bounds[page - 1] : bounds[page]].decode("utf-8"),
+        name=namespace,
+        meta=found,
+    )
+
+
+def read_json(memory: TaskMemory, namespace: str) -> tuple[str, Any]:
+    meta = memory._require(namespace)
+    kind = str((meta.get("stats") or {}).get("kind", "text"))
+    if meta["storage"] != "text":
+        json_view.require_json("binary data", namespace)
+    json_view.require_json(kind if kind in ("json", "ndjson") else "text", namespace)
+    parsed = _card_stats.parsed_value(
+        memory, namespace_view(memory, namespace, meta), namespace, meta
+    )
+    if parsed is None:
+        raise NotJsonError(f"namespace {namespace!r} does not parse as JSON", namespace=namespace)
+    return parsed
+
+
+def query(
+    memory: TaskMemory, namespace: str, query: str, top_n: int = 5, *, mode: str = "hybrid"
+) -> ListArtifact:
+    """The body of :meth:`TaskMemory.query` (its docstring says what it does)."""
+    if not isinstance(top_n, int) or top_n < 1:
+        raise ValidationError(f"top_n must be an int >= 1, got {top_n!r}")
+    meta = memory._meta(namespace)
+    if meta is None or meta["storage"] != "text":
+        return ListArtifact(value=[], name=namespace)
+    _index_jobs.maybe_sweep(memory)
+    if memory._catalog.shared and not _index_jobs.fully_held(memory, namespace, meta):
+        meta = _index_jobs.hold_whole(memory, namespace, meta)
+    elif any(not e.get("indexed", True) for e in meta["artifacts"]) and memory._indexer:
+        # Never answer from part of an output: wait for its index (see module docs).
+        memory._indexer.wait(namespace)
+        meta = memory._meta(namespace) or meta
+    storage = memory._kind_storage("text")
+    assert isinstance(storage, TextArtifactStorage)
+    page_of = page_finder(memory, namespace, meta, storage)
+    if memory._catalog.shared:
+        # What this index holds, at the positions it holds them.
+        held = memory._catalog.held(namespace, meta)
+        indexed = [
+            {**e, "first_seq": held[e["generation"]]}
+            for e in meta["artifacts"]
+            if e["generation"] in held
+        ]
+    else:
+        indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
+    hits = storage.query(namespace, indexed, query, top_n, tenant=memory.tenant, mode=mode)
+    fill_passages(memory, namespace, meta, hits, storage)
+    emit_safely(
+        memory.tracer,
+        TraceEvent(
+            "query",
+            scope=memory._scope_fields(),
+            tokens=sum(memory.tokenizer.count(h.text) for h in hits),
+            scores={str(h.id): float(h.score) for h in hits},
+            included=[{"id": h.id, "chunk_index": h.payload.get("chunk_index")} for h in hits],
+            detail={"namespace": namespace, "query": query[:200], "top_n": top_n},
+        ),
+    )
+    return ListArtifact(
+        value=[
+            TextArtifact(
+                value=h.text,
+                name=namespace,
+                meta={
+                    "score": h.score,
+                    "artifact_id": h.payload.get("artifact_id"),
+                    "chunk_index": h.payload.get("chunk_index"),
+                    "page": page_of(h.payload),
+                },
+            )
+            for h in hits
+        ],
+        name=namespace,
+    )

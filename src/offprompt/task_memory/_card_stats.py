@@ -1,0 +1,164 @@
+"""The card's statistics of a namespace (:class:`~offprompt.task_memory.card.OutputStats`)
+and its public metadata: exact for small outputs at once, estimated (marked) for large
+ones until indexing has run; a sensitive output's card shows only its shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from offprompt.artifacts import (
+    BaseArtifact,
+    JsonArtifact,
+)
+from offprompt.task_memory import (
+    _reads,
+    json_view,
+)
+from offprompt.task_memory.card import (
+    OutputStats,
+    csv_fields,
+    shape_only,
+    sniff_kind,
+    tools_for,
+)
+from offprompt.task_memory.storage import (
+    ArtifactStorage,
+)
+from offprompt.task_memory.text_view import TextView
+
+if TYPE_CHECKING:
+    from offprompt.task_memory.task_memory import TaskMemory
+
+# Outputs up to this size get exact token counts and a parsed JSON outline at once;
+# larger ones get estimates (marked) until the background job has run.
+_EXACT_AT_ONCE_BYTES = 256 * 1024
+_PARSE_AT_ONCE_BYTES = 4 * 1024 * 1024
+_SAMPLE_BYTES = 16 * 1024
+
+
+def json_stats(
+    memory: TaskMemory, view: TextView, namespace: str, meta: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``kind`` and ``json_outline`` from parsing the whole text (kind text if it fails)."""
+    parsed = parsed_value(memory, view, namespace, meta)
+    if parsed is None:
+        return {"kind": "text", "json_outline": None, "tools": tools_for("text")}
+    kind, value = parsed
+    return {"kind": kind, **json_view.shape(kind, value), "tools": tools_for(kind)}
+
+
+def parsed_value(
+    memory: TaskMemory, view: TextView, namespace: str, meta: Mapping[str, Any]
+) -> tuple[str, Any] | None:
+    """``(kind, value)`` of a JSON namespace (parsed once per cached view), or None."""
+    if view.parsed is None:
+        entries = meta["artifacts"]
+        if entries and all(e.get("type") == "JsonArtifact" for e in entries):
+            loaded = memory._text_storage().load(namespace, entries, tenant=memory.tenant)
+            values = [a.value for a in loaded if isinstance(a, JsonArtifact)]
+            view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
+        else:
+            found = json_view.parse_json(view.data.decode("utf-8"))
+            view.parsed = found if found is not None else ("", None)
+    return None if view.parsed[0] == "" else view.parsed
+
+
+def fresh_stats(
+    memory: TaskMemory,
+    namespace: str,
+    meta: dict[str, Any],
+    items: Sequence[BaseArtifact],
+    fresh: Mapping[str, bytes] | None = None,
+) -> dict[str, Any]:
+    """The card's stats right after a write: exact for small outputs, estimated
+    (tokens, pages; JSON unconfirmed) for large ones until the background job ran."""
+    entries = meta["artifacts"]
+    indexed = all(e.get("indexed", True) for e in entries)
+    if meta["storage"] != "text":
+        kind = "image" if all(e.get("type") == "ImageArtifact" for e in entries) else "binary"
+        return OutputStats(
+            kind=kind,
+            bytes=int(meta["bytes"]),
+            page_tokens=memory.page_tokens,
+            pages=1,
+            tools=tools_for(kind),
+            artifacts=len(entries),
+        ).model_dump()
+    view = _reads.namespace_view(memory, namespace, meta, fresh)
+    data = view.data
+    sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
+    pages = 0
+    if indexed:
+        tokens, estimated = int(meta["tokens"]), False
+    elif len(data) <= _EXACT_AT_ONCE_BYTES:
+        tokens, estimated = memory.tokenizer.count(data.decode("utf-8")), False
+        # read()'s own page cuts (pages are recounted, so not always tokens/page_tokens)
+        pages = len(view.page_bounds(memory.tokenizer.encoding, memory.page_tokens)) - 1
+    else:
+        per_byte = memory.tokenizer.count(sample) / max(1, len(sample.encode("utf-8")))
+        tokens, estimated = round(per_byte * len(data)), True
+    stats = OutputStats(
+        bytes=len(data),
+        lines=view.lines,
+        tokens=tokens,
+        tokens_estimated=estimated,
+        pages=max(1, pages or math.ceil(tokens / memory.page_tokens)),
+        page_tokens=memory.page_tokens,
+        head=view.head(3),
+        tail=view.tail(3) if view.lines > 3 else [],
+        indexed=indexed,
+        artifacts=len(entries),
+    )
+    all_json = all(e.get("type") == "JsonArtifact" for e in entries)
+    kind = "json" if all_json else sniff_kind(sample)
+    stats.kind = kind
+    if kind == "json" and (all_json or len(data) <= _PARSE_AT_ONCE_BYTES):
+        values = [i.value for i in items if isinstance(i, JsonArtifact)]
+        if all_json and len(entries) == len(values):  # no need to parse what we hold
+            view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
+        stats = stats.model_copy(update=json_stats(memory, view, namespace, meta))
+    elif kind == "csv":
+        stats = stats.model_copy(update=csv_fields(sample))
+    stats.tools = tools_for(stats.kind)
+    if meta.get("sensitive"):
+        # The card never shows a sensitive output's content, only its shape.
+        return shape_only(stats.model_dump())
+    return stats.model_dump()
+
+
+def public_meta(memory: TaskMemory, namespace: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    pages = 0
+    if meta["storage"] == "text":
+        stats = meta.get("stats")
+        if stats:  # read()'s page count (exact once the namespace is indexed)
+            pages = int(stats["pages"])
+        else:
+            storage = memory._kind_storage("text")
+            per_page = chunks_per_page(storage, memory.page_tokens)
+            pages = math.ceil(int(meta.get("chunks", 0)) / per_page)
+    return {
+        "namespace": namespace,
+        "memory": memory.name,
+        "tenant": memory.tenant,
+        "tool": meta.get("tool"),
+        "activity": meta.get("activity"),
+        "created_at": meta.get("created_at"),
+        "updated_at": meta.get("updated_at"),
+        "bytes": meta.get("bytes", 0),
+        "tokens": meta.get("tokens", 0),
+        "chunks": meta.get("chunks", 0),
+        "pages": pages,
+        "artifacts": len(meta.get("artifacts", [])),
+        "storage": meta["storage"],
+        "sensitive": bool(meta.get("sensitive")),
+        "subtasks": list(meta.get("subtasks", [])),
+        "stats": dict(meta.get("stats") or {}),
+    }
+
+
+def chunks_per_page(storage: ArtifactStorage, page_tokens: int) -> int:
+    chunk_tokens = getattr(storage, "chunk_tokens", page_tokens)
+    return max(1, page_tokens // chunk_tokens)

@@ -1,0 +1,461 @@
+"""The write path of ``TaskMemory``: store an output and commit its namespace metadata.
+
+Commit protocol (why nothing is ever half-visible): every write gets a fresh
+*generation* id; the storage writes its data (chunks or blob files) tagged with it,
+and only then is the namespace's metadata committed, a single atomic write that lists
+the committed generations. Every read goes through that metadata and filters on those
+generations. A crash between the two leaves only orphaned, invisible data, which
+``delete(namespace)`` removes. A commit names the version it read
+(:mod:`~offprompt.task_memory.catalog`): when another process committed the namespace
+meanwhile, the new artifacts are appended to what it committed and the commit retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from offprompt.artifacts import (
+    BaseArtifact,
+    BlobArtifact,
+    ErrorArtifact,
+    InfoArtifact,
+    ListArtifact,
+    TextArtifact,
+)
+from offprompt.errors import (
+    NotFoundError,
+    OffpromptError,
+    StorageError,
+    StorageMismatchError,
+    ValidationError,
+)
+from offprompt.names import validate_namespace
+from offprompt.task_memory import (
+    _card_stats,
+    _index_jobs,
+    _namespace_meta,
+)
+from offprompt.task_memory.card import (
+    OutputStats,
+    render_card,
+    shape_only,
+)
+from offprompt.task_memory.meta import ActionSubtaskMetaEntry
+from offprompt.task_memory.pipeline import Pending, run_beside
+from offprompt.task_memory.storage import (
+    ArtifactStorage,
+    BlobArtifactStorage,
+    TextArtifactStorage,
+)
+from offprompt.trace import TraceEvent, emit_safely
+
+if TYPE_CHECKING:
+    from offprompt.task_memory.task_memory import TaskMemory
+
+#: Commits retried when other processes keep committing the same namespace.
+COMMIT_RETRIES = 50
+EMPTY_OUTPUT = "tool output is empty"
+# Raw outputs from this size on are hashed and written in a worker thread.
+_BESIDE_BYTES = 1 << 20
+
+
+def store(
+    memory: TaskMemory,
+    namespace: str,
+    artifact: BaseArtifact,
+    *,
+    tool: str | None,
+    activity: str | None,
+    sensitive: bool,
+    context: ActionSubtaskMetaEntry | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The committed write of :meth:`store_artifact`: its metadata and the entries
+    left to index (the caller schedules them, see :func:`after_store`)."""
+    validate_namespace(namespace)
+    if not isinstance(artifact, BaseArtifact):
+        raise ValidationError(f"store_artifact needs an artifact, got {type(artifact).__name__}")
+    storage = storage_for(memory, artifact)
+    items = list(artifact.value) if isinstance(artifact, ListArtifact) else [artifact]
+    with memory._lock:
+        now = datetime.now(timezone.utc).isoformat()
+        meta = base_meta(memory, namespace, storage.kind, tool, activity, now)
+        # Background: raw text now, chunks later. Sync (and storages without a raw
+        # store): the whole write before the commit, all or nothing, as before.
+        raw = (
+            memory.index_mode == "background"
+            and isinstance(storage, TextArtifactStorage)
+            and storage.raw_store is not None
+        )
+        generations: list[str] = []
+        fresh: dict[str, bytes] = {}
+        texts: dict[str, str] = {}
+        puts: list[tuple[dict[str, Any], Pending[str]]] = []
+        seq = sum(int(e["chunks"]) for e in meta["artifacts"])
+        committed = meta["artifacts"]
+        entries = []
+        try:
+            for item in items:
+                # One generation per artifact: each is indexed (or re-indexed) alone.
+                generation = uuid.uuid4().hex
+                generations.append(generation)
+                if raw:
+                    assert isinstance(storage, TextArtifactStorage)
+                    text, data = storage.encode_raw(item)
+                    entry = storage.raw_entry(item, generation, text, data)
+                    # Hashing and the durable write need no GIL: they run beside the
+                    # card's stats below and are joined before the commit.
+                    put = functools.partial(storage.put_raw, namespace, data, tenant=memory.tenant)
+                    puts.append((entry, run_beside(put, inline=len(data) < _BESIDE_BYTES)))
+                    fresh[generation], texts[generation] = data, text
+                else:
+                    entry = storage.write(
+                        namespace,
+                        item,
+                        generation=generation,
+                        first_seq=seq,
+                        tenant=memory.tenant,
+                    )
+                    entry.setdefault("indexed", True)
+                    if isinstance(storage, TextArtifactStorage) and entry.get("raw"):
+                        fresh[generation] = storage.encode_raw(item)[1]
+                entries.append(entry)
+                seq += int(entry["chunks"])
+            meta["artifacts"] = [*committed, *entries]
+            _namespace_meta.totals(meta)
+            stats = _card_stats.fresh_stats(memory, namespace, meta, items, fresh)
+            for entry, pending in puts:
+                entry["raw"] = pending.result()  # raises a write's failure
+            finish_meta(memory, meta, stats, now, tool, activity, sensitive, context)
+            # The commit point: one atomic metadata write makes the generation visible.
+            meta = commit(
+                memory,
+                namespace,
+                meta,
+                storage,
+                entries,
+                items,
+                fresh,
+                lambda m: finish_meta(
+                    memory,
+                    m,
+                    _card_stats.fresh_stats(memory, namespace, m, items, fresh),
+                    now,
+                    tool,
+                    activity,
+                    sensitive,
+                    context,
+                ),
+                now,
+                tool,
+                activity,
+            )
+        except BaseException:
+            for _, pending in puts:
+                pending.wait()  # no write may still be running when we clean up
+            # The write already failed; whatever it left stays invisible anyway.
+            with contextlib.suppress(Exception):
+                current = memory._meta(namespace)
+                storage.discard(
+                    namespace,
+                    current["artifacts"] if current else [],
+                    tenant=memory.tenant,
+                    generations=generations,
+                )
+            raise
+        if memory.index_mode == "background":
+            memory._pending.keep(texts, fresh)  # the indexer starts from the str
+        emit_safely(
+            memory.tracer,
+            TraceEvent(
+                "offload",
+                scope=memory._scope_fields(),
+                tokens=int(meta["stats"]["tokens"]),
+                included=[{"artifact_id": e["id"], "chunks": e["chunks"]} for e in entries],
+                detail={"namespace": namespace, "tool": tool, "activity": activity},
+            ),
+        )
+    return meta, [e for e in entries if not e.get("indexed", True)]
+
+
+def base_meta(
+    memory: TaskMemory, namespace: str, kind: str, tool: str | None, activity: str | None, now: str
+) -> dict[str, Any]:
+    """The committed metadata a write appends to (a fresh document if none is ours:
+    absent, expired, or another memory's, whose version the commit then replaces)."""
+    found = memory._catalog.get(namespace)
+    if found is not None and found.get("memory") == memory.name and not memory._expired(found):
+        if found["storage"] != kind:
+            raise StorageMismatchError(
+                f"namespace {namespace!r} holds {found['storage']} artifacts; cannot add {kind}",
+                namespace=namespace,
+            )
+        return found
+    return {
+        "memory": memory.name,
+        "storage": kind,
+        "tool": tool,
+        "activity": activity,
+        "created_at": now,
+        "artifacts": [],
+        "subtasks": [],
+        "sensitive": False,
+        "_version": None if found is None else found["_version"],
+    }
+
+
+def finish_meta(
+    memory: TaskMemory,
+    meta: dict[str, Any],
+    stats: dict[str, Any],
+    now: str,
+    tool: str | None,
+    activity: str | None,
+    sensitive: bool,
+    context: ActionSubtaskMetaEntry | None,
+) -> None:
+    meta["updated_at"] = now
+    meta["tool"] = meta.get("tool") or tool
+    meta["activity"] = meta.get("activity") or activity
+    meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
+    if context is not None:
+        meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
+    if meta["sensitive"]:
+        # The card never shows a sensitive output's content, only its shape.
+        stats = shape_only(stats)
+    meta["stats"] = stats
+
+
+def commit(
+    memory: TaskMemory,
+    namespace: str,
+    meta: dict[str, Any],
+    storage: ArtifactStorage,
+    entries: list[dict[str, Any]],
+    items: Sequence[BaseArtifact],
+    fresh: Mapping[str, bytes],
+    finish: Callable[[dict[str, Any]], None],
+    now: str,
+    tool: str | None,
+    activity: str | None,
+) -> dict[str, Any]:
+    """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts).
+
+    When another process committed the namespace meanwhile (a version conflict),
+    the entries are appended to what it committed and the card recomputed, so two
+    writers of one namespace both land, in commit order; chunks written at the old
+    positions (``sync``) are dropped and indexed again from the raw text. When a
+    blob the entries refer to was deleted meanwhile (a delete racing this write),
+    it is written again before the next try.
+    """
+    keys = [str(e.get("raw") or e.get("key")) for e in entries if e.get("raw") or e.get("key")]
+    for _ in range(COMMIT_RETRIES):
+        try:
+            if memory._catalog.commit(namespace, meta, blobs=keys):
+                if memory._catalog.shared and not memory._catalog.checks_blobs:
+                    reput(memory, namespace, storage, entries, items, fresh, missing_only=True)
+                return meta
+        except NotFoundError:
+            reput(memory, namespace, storage, entries, items, fresh, missing_only=False)
+            continue
+        meta = base_meta(memory, namespace, storage.kind, tool, activity, now)
+        if isinstance(storage, TextArtifactStorage):
+            # Chunks written (sync) at positions after the old artifacts: redo them.
+            for entry in entries:
+                if entry.get("indexed") and int(entry.get("chunks", 0)):
+                    if not entry.get("raw"):
+                        raise StorageError(
+                            f"namespace {namespace!r} was written by another process "
+                            "meanwhile and this storage keeps no raw text to re-index",
+                            namespace=namespace,
+                        )
+                    storage.drop_chunks(namespace, [entry["generation"]], tenant=memory.tenant)
+                    entry.update(indexed=False, chunks=0, tokens=0, first_seq=0)
+        meta["artifacts"] = [*meta["artifacts"], *entries]
+        _namespace_meta.totals(meta)
+        finish(meta)
+    raise StorageError(
+        f"namespace {namespace!r}: {COMMIT_RETRIES} commits in a row lost to other "
+        "writers of the same namespace",
+        namespace=namespace,
+    )
+
+
+def reput(
+    memory: TaskMemory,
+    namespace: str,
+    storage: ArtifactStorage,
+    entries: Sequence[Mapping[str, Any]],
+    items: Sequence[BaseArtifact],
+    fresh: Mapping[str, bytes],
+    *,
+    missing_only: bool,
+) -> None:
+    """Write the bytes of ``entries`` again (those gone from the blob store only)."""
+    if isinstance(storage, TextArtifactStorage) and storage.raw_store is not None:
+        store: Any = storage.raw_store
+        kw: dict[str, Any] = storage._raw_kw
+    elif isinstance(storage, BlobArtifactStorage):
+        store, kw = storage.blob_store, storage._kw
+    else:
+        return
+    have = set(store.keys(namespace, tenant=memory.tenant, **kw)) if missing_only else set()
+    for entry, item in zip(entries, items, strict=True):
+        key = entry.get("raw") or entry.get("key")
+        if not key or key in have:
+            continue
+        data = fresh.get(entry["generation"])
+        if data is None and isinstance(item, BlobArtifact):
+            data = item.value
+        if data is not None:
+            store.put(namespace, data, tenant=memory.tenant, **kw)
+
+
+def after_store(
+    memory: TaskMemory, namespace: str, meta: dict[str, Any], unindexed: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """What follows a committed write: indexing (or its queueing), the exact page
+    count in ``sync`` mode, retention. Returns the public metadata."""
+    if unindexed:
+        _index_jobs.schedule(memory, namespace)
+    elif memory.index_mode == "sync" and meta["storage"] == "text":
+        _index_jobs.pages_job(
+            memory, namespace
+        )  # exact page count (and JSON check) before returning
+        meta = memory._meta(namespace) or meta
+    if memory.retention is not None and memory.retention.on_write:
+        memory.prune(keep=namespace)
+    return _card_stats.public_meta(memory, namespace, meta)
+
+
+def update_meta(
+    memory: TaskMemory, namespace: str, change: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any] | None:
+    """Apply ``change`` to the committed metadata and commit it, again on a conflict
+    (another process committed meanwhile); ``change`` returns False for no write.
+    Returns the metadata after, or None when the namespace is gone."""
+    with memory._lock:
+        for _ in range(COMMIT_RETRIES):
+            meta = memory._meta(namespace)
+            if meta is None:
+                return None
+            if not change(meta) or memory._catalog.commit(namespace, meta):
+                return meta
+    raise StorageError(
+        f"namespace {namespace!r}: {COMMIT_RETRIES} metadata updates in a row lost to "
+        "other writers",
+        namespace=namespace,
+    )
+
+
+def offload(
+    memory: TaskMemory,
+    tool_name: str,
+    activity_name: str,
+    artifact: BaseArtifact,
+    *,
+    sensitive: bool,
+    context: ActionSubtaskMetaEntry | None,
+    min_tokens: int | None,
+    preview: bool | None,
+) -> BaseArtifact:
+    """The body of :meth:`TaskMemory.process_output` (its docstring says what it returns)."""
+    if not isinstance(artifact, BaseArtifact):
+        return ErrorArtifact(
+            value=f"tool output must be an artifact, got {type(artifact).__name__}"
+        )
+    if is_empty(artifact):
+        return InfoArtifact(value=EMPTY_OUTPUT)
+    threshold = memory.min_tokens if min_tokens is None else min_tokens
+    if not sensitive and threshold > 0 and isinstance(artifact, TextArtifact):
+        text = artifact.value
+        # A token is at most ~a few dozen characters in practice; skip counting huge text.
+        if len(text) < threshold * 32 and memory.tokenizer.count(text) < threshold:
+            return artifact
+    namespace = artifact.name
+    sentence = memory.reference_text(tool_name, activity_name, namespace)
+    if context is not None and not context.answer:
+        # Later steps read where the output went (Griptape fills it in the same way).
+        context.answer = sentence
+    try:
+        meta, unindexed = store(
+            memory,
+            namespace,
+            artifact,
+            tool=tool_name,
+            activity=activity_name,
+            sensitive=sensitive,
+            context=context,
+        )
+    except OffpromptError as exc:
+        return ErrorArtifact.from_exception(
+            exc, f"could not store output of {tool_name}.{activity_name}: {exc}"
+        )
+    if context is not None:
+        memory.meta_memory.add_entry(context)
+    stats = OutputStats.model_validate(meta["stats"])
+    value = sentence
+    if memory.preview if preview is None else preview:
+        budget = memory.preview_tokens - memory.tokenizer.count(sentence + "\n")
+        card = render_card(stats, max_tokens=budget, count=memory.tokenizer.count)
+        if card:
+            value = f"{sentence}\n{card}"
+    # Indexing starts once the reference is ready: the worker's first steps would
+    # otherwise hold the GIL while the card is rendered.
+    after_store(memory, namespace, meta, unindexed)
+    return InfoArtifact(
+        value=value,
+        meta={
+            "memory_name": memory.name,
+            "artifact_namespace": namespace,
+            "stats": stats.model_dump(),
+        },
+    )
+
+
+def storage_for(memory: TaskMemory, artifact: BaseArtifact) -> ArtifactStorage:
+    """The one storage of ``artifact`` (every item of a list), or ``ValidationError``."""
+    items = artifact.value if isinstance(artifact, ListArtifact) else [artifact]
+    if isinstance(artifact, ListArtifact) and not items:
+        raise ValidationError("cannot store an empty ListArtifact")
+    found: ArtifactStorage | None = None
+    for item in items:
+        storage = next((s for cls, s in memory.storages.items() if isinstance(item, cls)), None)
+        if storage is None:
+            raise ValidationError(
+                f"no storage for {item.type}; TaskMemory stores {sorted(c.__name__ for c in memory.storages)}"
+            )
+        if found is not None and storage is not found:
+            raise ValidationError(
+                "a ListArtifact mixing text and blob items cannot share one namespace; store them separately"
+            )
+        found = storage
+    assert found is not None
+    return found
+
+
+def is_empty(artifact: BaseArtifact) -> bool:
+    """Empty or whitespace-only output (``isspace`` stops at the first other character,
+    where ``bool(TextArtifact)`` would copy a 50 MB value to strip it)."""
+    if isinstance(artifact, TextArtifact):
+        return not artifact.value or artifact.value.isspace()
+    if isinstance(artifact, ListArtifact):
+        return not artifact.value or all(is_empty(item) for item in artifact.value)
+    return not artifact
+
+
+def check_storages(storages: Mapping[type[BaseArtifact], ArtifactStorage]) -> None:
+    """Refuse a mapping whose storage cannot store its key's artifact type."""
+    for cls, storage in storages.items():
+        if not (isinstance(cls, type) and issubclass(cls, BaseArtifact)):
+            raise ValidationError(f"storages keys must be artifact classes, got {cls!r}")
+        accepted = getattr(storage, "artifact_types", None)
+        if accepted is not None and not issubclass(cls, tuple(accepted)):
+            names = ", ".join(t.__name__ for t in accepted)
+            raise ValidationError(
+                f"storages[{cls.__name__}]: {type(storage).__name__} stores {names}, not {cls.__name__}"
+            )
