@@ -17,6 +17,7 @@ from offprompt.task_memory import (
     _reads,
     json_view,
 )
+from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.card import (
     OutputStats,
     csv_fields,
@@ -40,7 +41,7 @@ _SAMPLE_BYTES = 16 * 1024
 
 
 def json_stats(
-    memory: TaskMemory, view: TextView, namespace: str, meta: Mapping[str, Any]
+    memory: TaskMemory, view: TextView, namespace: str, meta: NamespaceMeta
 ) -> dict[str, Any]:
     """``kind`` and ``json_outline`` from parsing the whole text (kind text if it fails)."""
     parsed = parsed_value(memory, view, namespace, meta)
@@ -51,13 +52,13 @@ def json_stats(
 
 
 def parsed_value(
-    memory: TaskMemory, view: TextView, namespace: str, meta: Mapping[str, Any]
+    memory: TaskMemory, view: TextView, namespace: str, meta: NamespaceMeta
 ) -> tuple[str, Any] | None:
     """``(kind, value)`` of a JSON namespace (parsed once per cached view), or None."""
     if view.parsed is None:
-        entries = meta["artifacts"]
-        if entries and all(e.get("type") == "JsonArtifact" for e in entries):
-            loaded = memory._text_storage().load(namespace, entries, tenant=memory.tenant)
+        entries = meta.artifacts
+        if entries and all(e.type == "JsonArtifact" for e in entries):
+            loaded = memory._text_storage().load(namespace, meta.entries(), tenant=memory.tenant)
             values = [a.value for a in loaded if isinstance(a, JsonArtifact)]
             view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
         else:
@@ -69,19 +70,19 @@ def parsed_value(
 def fresh_stats(
     memory: TaskMemory,
     namespace: str,
-    meta: dict[str, Any],
+    meta: NamespaceMeta,
     items: Sequence[BaseArtifact],
     fresh: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """The card's stats right after a write: exact for small outputs, estimated
     (tokens, pages; JSON unconfirmed) for large ones until the background job ran."""
-    entries = meta["artifacts"]
-    indexed = all(e.get("indexed", True) for e in entries)
-    if meta["storage"] != "text":
-        kind = "image" if all(e.get("type") == "ImageArtifact" for e in entries) else "binary"
+    entries = meta.artifacts
+    indexed = meta.fully_indexed
+    if meta.storage != "text":
+        kind = "image" if all(e.type == "ImageArtifact" for e in entries) else "binary"
         return OutputStats(
             kind=kind,
-            bytes=int(meta["bytes"]),
+            bytes=meta.bytes,
             page_tokens=memory.page_tokens,
             pages=1,
             tools=tools_for(kind),
@@ -92,7 +93,7 @@ def fresh_stats(
     sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
     pages = 0
     if indexed:
-        tokens, estimated = int(meta["tokens"]), False
+        tokens, estimated = meta.tokens, False
     elif len(data) <= _EXACT_AT_ONCE_BYTES:
         tokens, estimated = memory.tokenizer.count(data.decode("utf-8")), False
         # read()'s own page cuts (pages are recounted, so not always tokens/page_tokens)
@@ -112,7 +113,7 @@ def fresh_stats(
         indexed=indexed,
         artifacts=len(entries),
     )
-    all_json = all(e.get("type") == "JsonArtifact" for e in entries)
+    all_json = all(e.type == "JsonArtifact" for e in entries)
     kind = "json" if all_json else sniff_kind(sample)
     stats.kind = kind
     if kind == "json" and (all_json or len(data) <= _PARSE_AT_ONCE_BYTES):
@@ -123,42 +124,43 @@ def fresh_stats(
     elif kind == "csv":
         stats = stats.model_copy(update=csv_fields(sample))
     stats.tools = tools_for(stats.kind)
-    if meta.get("sensitive"):
+    if meta.sensitive:
         # The card never shows a sensitive output's content, only its shape.
         return shape_only(stats.model_dump())
     return stats.model_dump()
 
 
-def public_meta(memory: TaskMemory, namespace: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+def public_meta(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> dict[str, Any]:
+    """What :meth:`TaskMemory.namespace_metadata` returns for ``meta``."""
     pages = 0
-    if meta["storage"] == "text":
-        stats = meta.get("stats")
-        if stats:  # read()'s page count (exact once the namespace is indexed)
-            pages = int(stats["pages"])
+    if meta.storage == "text":
+        if meta.stats:  # read()'s page count (exact once the namespace is indexed)
+            pages = int(meta.stats["pages"])
         else:
             storage = memory._kind_storage("text")
             per_page = chunks_per_page(storage, memory.page_tokens)
-            pages = math.ceil(int(meta.get("chunks", 0)) / per_page)
+            pages = math.ceil(meta.chunks / per_page)
     return {
         "namespace": namespace,
         "memory": memory.name,
         "tenant": memory.tenant,
-        "tool": meta.get("tool"),
-        "activity": meta.get("activity"),
-        "created_at": meta.get("created_at"),
-        "updated_at": meta.get("updated_at"),
-        "bytes": meta.get("bytes", 0),
-        "tokens": meta.get("tokens", 0),
-        "chunks": meta.get("chunks", 0),
+        "tool": meta.tool,
+        "activity": meta.activity,
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "bytes": meta.bytes,
+        "tokens": meta.tokens,
+        "chunks": meta.chunks,
         "pages": pages,
-        "artifacts": len(meta.get("artifacts", [])),
-        "storage": meta["storage"],
-        "sensitive": bool(meta.get("sensitive")),
-        "subtasks": list(meta.get("subtasks", [])),
-        "stats": dict(meta.get("stats") or {}),
+        "artifacts": len(meta.artifacts),
+        "storage": meta.storage,
+        "sensitive": meta.sensitive,
+        "subtasks": list(meta.subtasks),
+        "stats": dict(meta.stats or {}),
     }
 
 
 def chunks_per_page(storage: ArtifactStorage, page_tokens: int) -> int:
+    """Chunks of ``storage`` per page of ``page_tokens`` (at least 1)."""
     chunk_tokens = getattr(storage, "chunk_tokens", page_tokens)
     return max(1, page_tokens // chunk_tokens)

@@ -35,11 +35,8 @@ from offprompt.errors import (
     ValidationError,
 )
 from offprompt.names import validate_namespace
-from offprompt.task_memory import (
-    _card_stats,
-    _index_jobs,
-    _namespace_meta,
-)
+from offprompt.task_memory import _card_stats, _index_jobs
+from offprompt.task_memory._namespace_meta import ArtifactEntry, NamespaceMeta
 from offprompt.task_memory.card import (
     OutputStats,
     render_card,
@@ -73,7 +70,7 @@ def store(
     activity: str | None,
     sensitive: bool,
     context: ActionSubtaskMetaEntry | None,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[NamespaceMeta, list[ArtifactEntry]]:
     """The committed write of :meth:`store_artifact`: its metadata and the entries
     left to index (the caller schedules them, see :func:`after_store`)."""
     validate_namespace(namespace)
@@ -94,10 +91,10 @@ def store(
         generations: list[str] = []
         fresh: dict[str, bytes] = {}
         texts: dict[str, str] = {}
-        puts: list[tuple[dict[str, Any], Pending[str]]] = []
-        seq = sum(int(e["chunks"]) for e in meta["artifacts"])
-        committed = meta["artifacts"]
-        entries = []
+        puts: list[tuple[ArtifactEntry, Pending[str]]] = []
+        seq = sum(e.chunks for e in meta.artifacts)
+        committed = meta.artifacts
+        entries: list[ArtifactEntry] = []
         try:
             for item in items:
                 # One generation per artifact: each is indexed (or re-indexed) alone.
@@ -106,30 +103,30 @@ def store(
                 if raw:
                     assert isinstance(storage, TextArtifactStorage)
                     text, data = storage.encode_raw(item)
-                    entry = storage.raw_entry(item, generation, text, data)
+                    entry = ArtifactEntry.of(storage.raw_entry(item, generation, text, data))
                     # Hashing and the durable write need no GIL: they run beside the
                     # card's stats below and are joined before the commit.
                     put = functools.partial(storage.put_raw, namespace, data, tenant=memory.tenant)
                     puts.append((entry, run_beside(put, inline=len(data) < _BESIDE_BYTES)))
                     fresh[generation], texts[generation] = data, text
                 else:
-                    entry = storage.write(
+                    written = storage.write(
                         namespace,
                         item,
                         generation=generation,
                         first_seq=seq,
                         tenant=memory.tenant,
                     )
-                    entry.setdefault("indexed", True)
-                    if isinstance(storage, TextArtifactStorage) and entry.get("raw"):
+                    entry = ArtifactEntry.of({"indexed": True, **written})
+                    if isinstance(storage, TextArtifactStorage) and entry.raw:
                         fresh[generation] = storage.encode_raw(item)[1]
                 entries.append(entry)
-                seq += int(entry["chunks"])
-            meta["artifacts"] = [*committed, *entries]
-            _namespace_meta.totals(meta)
+                seq += entry.chunks
+            meta.artifacts = [*committed, *entries]
+            meta.totals()
             stats = _card_stats.fresh_stats(memory, namespace, meta, items, fresh)
             for entry, pending in puts:
-                entry["raw"] = pending.result()  # raises a write's failure
+                entry.raw = pending.result()  # raises a write's failure
             finish_meta(memory, meta, stats, now, tool, activity, sensitive, context)
             # The commit point: one atomic metadata write makes the generation visible.
             meta = commit(
@@ -162,7 +159,7 @@ def store(
                 current = memory._meta(namespace)
                 storage.discard(
                     namespace,
-                    current["artifacts"] if current else [],
+                    current.entries() if current else [],
                     tenant=memory.tenant,
                     generations=generations,
                 )
@@ -174,43 +171,43 @@ def store(
             TraceEvent(
                 "offload",
                 scope=memory._scope_fields(),
-                tokens=int(meta["stats"]["tokens"]),
-                included=[{"artifact_id": e["id"], "chunks": e["chunks"]} for e in entries],
+                tokens=int((meta.stats or {})["tokens"]),
+                included=[{"artifact_id": e.id, "chunks": e.chunks} for e in entries],
                 detail={"namespace": namespace, "tool": tool, "activity": activity},
             ),
         )
-    return meta, [e for e in entries if not e.get("indexed", True)]
+    return meta, [e for e in entries if not e.indexed]
 
 
 def base_meta(
     memory: TaskMemory, namespace: str, kind: str, tool: str | None, activity: str | None, now: str
-) -> dict[str, Any]:
+) -> NamespaceMeta:
     """The committed metadata a write appends to (a fresh document if none is ours:
     absent, expired, or another memory's, whose version the commit then replaces)."""
     found = memory._catalog.get(namespace)
-    if found is not None and found.get("memory") == memory.name and not memory._expired(found):
-        if found["storage"] != kind:
+    if found is not None and found.memory == memory.name and not memory._expired(found):
+        if found.storage != kind:
             raise StorageMismatchError(
-                f"namespace {namespace!r} holds {found['storage']} artifacts; cannot add {kind}",
+                f"namespace {namespace!r} holds {found.storage} artifacts; cannot add {kind}",
                 namespace=namespace,
             )
         return found
-    return {
-        "memory": memory.name,
-        "storage": kind,
-        "tool": tool,
-        "activity": activity,
-        "created_at": now,
-        "artifacts": [],
-        "subtasks": [],
-        "sensitive": False,
-        "_version": None if found is None else found["_version"],
-    }
+    return NamespaceMeta(
+        memory=memory.name,
+        storage=kind,
+        tool=tool,
+        activity=activity,
+        created_at=now,
+        artifacts=[],
+        subtasks=[],
+        sensitive=False,
+        version=None if found is None else found.version,
+    )
 
 
 def finish_meta(
     memory: TaskMemory,
-    meta: dict[str, Any],
+    meta: NamespaceMeta,
     stats: dict[str, Any],
     now: str,
     tool: str | None,
@@ -218,31 +215,32 @@ def finish_meta(
     sensitive: bool,
     context: ActionSubtaskMetaEntry | None,
 ) -> None:
-    meta["updated_at"] = now
-    meta["tool"] = meta.get("tool") or tool
-    meta["activity"] = meta.get("activity") or activity
-    meta["sensitive"] = bool(meta.get("sensitive")) or sensitive
+    """Record the write in ``meta``: when, by what, whether sensitive, the card's stats."""
+    meta.updated_at = now
+    meta.tool = meta.tool or tool
+    meta.activity = meta.activity or activity
+    meta.sensitive = meta.sensitive or sensitive
     if context is not None:
-        meta["subtasks"] = [*meta.get("subtasks", []), context.to_dict()]
-    if meta["sensitive"]:
+        meta.subtasks = [*meta.subtasks, context.to_dict()]
+    if meta.sensitive:
         # The card never shows a sensitive output's content, only its shape.
         stats = shape_only(stats)
-    meta["stats"] = stats
+    meta.stats = stats
 
 
 def commit(
     memory: TaskMemory,
     namespace: str,
-    meta: dict[str, Any],
+    meta: NamespaceMeta,
     storage: ArtifactStorage,
-    entries: list[dict[str, Any]],
+    entries: list[ArtifactEntry],
     items: Sequence[BaseArtifact],
     fresh: Mapping[str, bytes],
-    finish: Callable[[dict[str, Any]], None],
+    finish: Callable[[NamespaceMeta], None],
     now: str,
     tool: str | None,
     activity: str | None,
-) -> dict[str, Any]:
+) -> NamespaceMeta:
     """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts).
 
     When another process committed the namespace meanwhile (a version conflict),
@@ -252,7 +250,7 @@ def commit(
     blob the entries refer to was deleted meanwhile (a delete racing this write),
     it is written again before the next try.
     """
-    keys = [str(e.get("raw") or e.get("key")) for e in entries if e.get("raw") or e.get("key")]
+    keys = [str(e.blob_key) for e in entries if e.blob_key]
     for _ in range(COMMIT_RETRIES):
         try:
             if memory._catalog.commit(namespace, meta, blobs=keys):
@@ -266,17 +264,17 @@ def commit(
         if isinstance(storage, TextArtifactStorage):
             # Chunks written (sync) at positions after the old artifacts: redo them.
             for entry in entries:
-                if entry.get("indexed") and int(entry.get("chunks", 0)):
-                    if not entry.get("raw"):
+                if entry.indexed and entry.chunks:
+                    if not entry.raw:
                         raise StorageError(
                             f"namespace {namespace!r} was written by another process "
                             "meanwhile and this storage keeps no raw text to re-index",
                             namespace=namespace,
                         )
-                    storage.drop_chunks(namespace, [entry["generation"]], tenant=memory.tenant)
-                    entry.update(indexed=False, chunks=0, tokens=0, first_seq=0)
-        meta["artifacts"] = [*meta["artifacts"], *entries]
-        _namespace_meta.totals(meta)
+                    storage.drop_chunks(namespace, [entry.generation], tenant=memory.tenant)
+                    entry.indexed, entry.chunks, entry.tokens, entry.first_seq = False, 0, 0, 0
+        meta.artifacts = [*meta.artifacts, *entries]
+        meta.totals()
         finish(meta)
     raise StorageError(
         f"namespace {namespace!r}: {COMMIT_RETRIES} commits in a row lost to other "
@@ -289,7 +287,7 @@ def reput(
     memory: TaskMemory,
     namespace: str,
     storage: ArtifactStorage,
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[ArtifactEntry],
     items: Sequence[BaseArtifact],
     fresh: Mapping[str, bytes],
     *,
@@ -305,10 +303,10 @@ def reput(
         return
     have = set(store.keys(namespace, tenant=memory.tenant, **kw)) if missing_only else set()
     for entry, item in zip(entries, items, strict=True):
-        key = entry.get("raw") or entry.get("key")
+        key = entry.blob_key
         if not key or key in have:
             continue
-        data = fresh.get(entry["generation"])
+        data = fresh.get(entry.generation)
         if data is None and isinstance(item, BlobArtifact):
             data = item.value
         if data is not None:
@@ -316,16 +314,15 @@ def reput(
 
 
 def after_store(
-    memory: TaskMemory, namespace: str, meta: dict[str, Any], unindexed: Sequence[Mapping[str, Any]]
+    memory: TaskMemory, namespace: str, meta: NamespaceMeta, unindexed: Sequence[ArtifactEntry]
 ) -> dict[str, Any]:
     """What follows a committed write: indexing (or its queueing), the exact page
     count in ``sync`` mode, retention. Returns the public metadata."""
     if unindexed:
         _index_jobs.schedule(memory, namespace)
-    elif memory.index_mode == "sync" and meta["storage"] == "text":
-        _index_jobs.pages_job(
-            memory, namespace
-        )  # exact page count (and JSON check) before returning
+    elif memory.index_mode == "sync" and meta.storage == "text":
+        # The exact page count (and JSON check) before returning.
+        _index_jobs.pages_job(memory, namespace)
         meta = memory._meta(namespace) or meta
     if memory.retention is not None and memory.retention.on_write:
         memory.prune(keep=namespace)
@@ -333,8 +330,8 @@ def after_store(
 
 
 def update_meta(
-    memory: TaskMemory, namespace: str, change: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any] | None:
+    memory: TaskMemory, namespace: str, change: Callable[[NamespaceMeta], bool]
+) -> NamespaceMeta | None:
     """Apply ``change`` to the committed metadata and commit it, again on a conflict
     (another process committed meanwhile); ``change`` returns False for no write.
     Returns the metadata after, or None when the namespace is gone."""
@@ -397,7 +394,7 @@ def offload(
         )
     if context is not None:
         memory.meta_memory.add_entry(context)
-    stats = OutputStats.model_validate(meta["stats"])
+    stats = OutputStats.model_validate(meta.stats)
     value = sentence
     if memory.preview if preview is None else preview:
         budget = memory.preview_tokens - memory.tokenizer.count(sentence + "\n")

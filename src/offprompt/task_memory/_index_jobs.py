@@ -26,9 +26,9 @@ from offprompt.names import validate_namespace
 from offprompt.task_memory import (
     _card_stats,
     _commit,
-    _namespace_meta,
     _reads,
 )
+from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.catalog import StoreCatalog
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.storage import (
@@ -66,6 +66,9 @@ def schedule(memory: TaskMemory, namespace: str) -> None:
 
 
 def run_job(memory: TaskMemory, namespace: str, should_stop: Callable[[], bool]) -> None:
+    """The background indexer's job: :func:`index_job`, stopping when told to, when the
+    namespace is being deleted, and yielding to reads between batches."""
+
     def stop() -> bool:
         yield_to_reads(memory, should_stop)
         return should_stop() or namespace in memory._cancelled
@@ -110,6 +113,7 @@ def yield_to_reads(memory: TaskMemory, should_stop: Callable[[], bool]) -> None:
 
 
 def index_failed(memory: TaskMemory, key: str, exc: BaseException) -> None:
+    """Trace an indexing job's failure (an ``offload`` event with stage ``index``)."""
     emit_safely(
         memory.tracer,
         TraceEvent(
@@ -140,11 +144,11 @@ def resume_unindexed(memory: TaskMemory) -> None:
     except OffpromptError:
         return
     for namespace, meta in sorted(docs.items()):
-        if meta.get("memory") == memory.name and not fully_held(memory, namespace, meta):
+        if meta.memory == memory.name and not fully_held(memory, namespace, meta):
             schedule(memory, namespace)
 
 
-def sweep_index(memory: TaskMemory, docs: Mapping[str, Mapping[str, Any]]) -> None:
+def sweep_index(memory: TaskMemory, docs: Mapping[str, NamespaceMeta]) -> None:
     """Drop the chunks of namespaces another process deleted (shared store only)."""
     for namespace in memory._catalog.indexed_namespaces():
         if namespace not in docs:
@@ -158,7 +162,7 @@ def forget_index(memory: TaskMemory, namespace: str) -> None:
         memory._catalog.mark_held(namespace, {})
 
 
-def hold_whole(memory: TaskMemory, namespace: str, meta: dict[str, Any]) -> dict[str, Any]:
+def hold_whole(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> NamespaceMeta:
     """Index ``namespace`` here until this process's index holds all of it.
 
     Stored by another process (or this index is behind): index it here first. A job
@@ -176,11 +180,12 @@ def hold_whole(memory: TaskMemory, namespace: str, meta: dict[str, Any]) -> dict
     return meta
 
 
-def fully_held(memory: TaskMemory, namespace: str, meta: Mapping[str, Any]) -> bool:
-    if meta.get("storage") != "text":
+def fully_held(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> bool:
+    """Whether this process's index holds every artifact of ``meta`` (blobs: always)."""
+    if meta.storage != "text":
         return True
-    held = memory._catalog.held(namespace, dict(meta))
-    return all(e["generation"] in held for e in meta.get("artifacts", []))
+    held = memory._catalog.held(namespace, meta)
+    return all(g in held for g in meta.generations())
 
 
 def index_job(memory: TaskMemory, namespace: str, should_stop: Callable[[], bool]) -> None:
@@ -192,26 +197,27 @@ def index_job(memory: TaskMemory, namespace: str, should_stop: Callable[[], bool
         if meta is None:
             forget_index(memory, namespace)
             return
-        entries = meta["artifacts"]
+        entries = meta.artifacts
         held = memory._catalog.held(namespace, meta)
-        live = {e["generation"] for e in entries}
+        live = set(meta.generations())
         stale = [g for g in held if g not in live]
         if stale:  # generations deleted or replaced by another process
             storage.drop_chunks(namespace, stale, tenant=memory.tenant)
             held = {g: v for g, v in held.items() if g in live}
             memory._catalog.mark_held(namespace, held)
-        at = next((i for i, e in enumerate(entries) if e["generation"] not in held), None)
+        at = next((i for i, e in enumerate(entries) if e.generation not in held), None)
         if at is None:
             return
         todo = entries[at]
-        first_seq = sum(int(e["chunks"]) for e in entries[:at])
-        generation = todo["generation"]
+        first_seq = sum(e.chunks for e in entries[:at])
+        generation = todo.generation
         # A crash mid-index left some of this generation's chunks: start clean.
         storage.drop_chunks(namespace, [generation], tenant=memory.tenant)
         text = memory._pending.take(generation)
         if text is None:  # written by another process, or before a restart
             try:
-                text = storage.raw_bytes(namespace, todo, tenant=memory.tenant).decode("utf-8")
+                entry = todo.as_storage_entry()
+                text = storage.raw_bytes(namespace, entry, tenant=memory.tenant).decode("utf-8")
             except NotFoundError:
                 continue  # deleted meanwhile: the next round sees it gone
         try:
@@ -228,33 +234,29 @@ def index_job(memory: TaskMemory, namespace: str, should_stop: Callable[[], bool
         del text
 
         def record(
-            meta: dict[str, Any],
+            meta: NamespaceMeta,
             generation: str = generation,
             first_seq: int = first_seq,
             counts: dict[str, int] = counts,
         ) -> bool:
-            current = next((e for e in meta["artifacts"] if e["generation"] == generation), None)
-            if current is None or (memory._catalog.shared and current.get("indexed", True)):
+            current = meta.entry(generation)
+            if current is None or (memory._catalog.shared and current.indexed):
                 return False  # gone, or another process recorded the counts first
-            current.update(
-                indexed=True,
-                first_seq=first_seq,
-                chunks=counts["chunks"],
-                tokens=counts["tokens"],
-            )
-            _namespace_meta.totals(meta)
-            if all(e.get("indexed", True) for e in meta["artifacts"]):
-                stats = dict(meta.get("stats") or {})
+            current.indexed, current.first_seq = True, first_seq
+            current.chunks, current.tokens = counts["chunks"], counts["tokens"]
+            meta.totals()
+            if meta.fully_indexed:
+                stats = dict(meta.stats or {})
                 if stats.get("tokens_estimated") or not stats.get("pages"):
                     # Until pages_job cuts the real pages (on first need).
-                    stats["pages"] = max(1, math.ceil(int(meta["tokens"]) / memory.page_tokens))
-                stats.update(indexed=True, tokens=int(meta["tokens"]), tokens_estimated=False)
-                meta["stats"] = stats
+                    stats["pages"] = max(1, math.ceil(meta.tokens / memory.page_tokens))
+                stats.update(indexed=True, tokens=meta.tokens, tokens_estimated=False)
+                meta.stats = stats
             return True
 
         with memory._lock:
             after = _commit.update_meta(memory, namespace, record)
-            if after is None or generation not in {e["generation"] for e in after["artifacts"]}:
+            if after is None or after.entry(generation) is None:
                 # Deleted (or pruned) while indexing: its chunks must not linger.
                 storage.drop_chunks(namespace, [generation], tenant=memory.tenant)
                 return
@@ -265,46 +267,37 @@ def pages_job(memory: TaskMemory, namespace: str) -> None:
     """After indexing: exact page count, and the JSON kind/outline of large outputs."""
     with memory._lock:
         meta = memory._meta(namespace)
-        if meta is None or meta["storage"] != "text":
-            return
-        if any(not e.get("indexed", True) for e in meta["artifacts"]):
+        if meta is None or meta.storage != "text" or not meta.fully_indexed:
             return
     view = _reads.namespace_view(memory, namespace, meta)
     pages = len(view.page_bounds(memory.tokenizer.encoding, memory.page_tokens)) - 1
     update: dict[str, Any] = {"pages": pages}
-    stats = meta.get("stats") or {}
-    if (
-        stats.get("kind") == "json"
-        and stats.get("json_outline") is None
-        and not meta.get("sensitive")
-    ):
+    stats = meta.stats or {}
+    if stats.get("kind") == "json" and stats.get("json_outline") is None and not meta.sensitive:
         update.update(_card_stats.json_stats(memory, view, namespace, meta))
-    before = [e["generation"] for e in meta["artifacts"]]
+    before = meta.generations()
 
-    def exact(meta: dict[str, Any]) -> bool:
-        if [e["generation"] for e in meta["artifacts"]] != before or meta.get("pages_exact"):
+    def exact(meta: NamespaceMeta) -> bool:
+        if meta.generations() != before or meta.pages_exact:
             return False  # appended to meanwhile (the next job recounts), or done
-        meta["stats"] = {**(meta.get("stats") or {}), **update}
-        meta["pages_exact"] = True
+        meta.stats = {**(meta.stats or {}), **update}
+        meta.pages_exact = True
         return True
 
     _commit.update_meta(memory, namespace, exact)
 
 
-def ensure_exact_pages(memory: TaskMemory, namespace: str, meta: dict[str, Any]) -> dict[str, Any]:
+def ensure_exact_pages(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> NamespaceMeta:
     """``meta`` with the exact page count (and a large JSON output's outline), computed
     once, on first need, after the namespace is fully indexed."""
-    if (
-        meta["storage"] != "text"
-        or meta.get("pages_exact")
-        or any(not e.get("indexed", True) for e in meta["artifacts"])
-    ):
+    if meta.storage != "text" or meta.pages_exact or not meta.fully_indexed:
         return meta
     pages_job(memory, namespace)
     return memory._meta(namespace) or meta
 
 
 def all_indexed(memory: TaskMemory, namespace: str | None) -> bool:
+    """Whether ``namespace`` (every namespace when None) has nothing left to index here."""
     names = [namespace] if namespace is not None else memory.namespaces()
     for ns in names:
         meta = memory._meta(ns)
@@ -312,7 +305,7 @@ def all_indexed(memory: TaskMemory, namespace: str | None) -> bool:
             continue
         if memory._catalog.shared and not fully_held(memory, ns, meta):
             return False
-        if any(not e.get("indexed", True) for e in meta["artifacts"]):
+        if not meta.fully_indexed:
             return False
     return True
 

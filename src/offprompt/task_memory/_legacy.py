@@ -17,6 +17,7 @@ from typing import Any
 from offprompt.errors import OffpromptError
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore
+from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.catalog import INDEX_KEY, META_KEY
 from offprompt.vectors import QdrantVectorStore
 from offprompt.vectors.store import _META, RESERVED_KEYS, SCOPE_PAYLOAD_KEYS
@@ -57,11 +58,12 @@ def import_points(store: BaseStore, vectors: QdrantVectorStore) -> Moved:
         )
         if store.task_get(namespace, scope=scope) is None:
             store.task_commit(namespace, meta, expect=None, scope=scope)
-        held = {
-            e["generation"]: int(e.get("first_seq", 0))
-            for e in meta.get("artifacts", [])
-            if e.get("indexed", True) and meta.get("storage") == "text"
-        }
+        parsed = NamespaceMeta.parse(namespace, meta)
+        held = (
+            {e.generation: e.first_seq for e in parsed.indexed_artifacts()}
+            if parsed.storage == "text"
+            else {}
+        )
         if held:
             scoped.put_metadata(namespace, INDEX_KEY, {"generations": held})
         moved.append((scoped, namespace))

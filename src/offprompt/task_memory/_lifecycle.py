@@ -8,8 +8,7 @@ last-write times and token counts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from offprompt.errors import (
     ValidationError,
@@ -19,8 +18,8 @@ from offprompt.retention import PruneReport, Retained, RetentionPolicy, evict
 from offprompt.scope import Scope
 from offprompt.task_memory import (
     _index_jobs,
-    _namespace_meta,
 )
+from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.trace import TraceEvent, emit_safely
 from offprompt.vectors._scratch import sweep_stale
 
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     from offprompt.task_memory.task_memory import TaskMemory
 
 
-def discard_deleted(memory: TaskMemory, namespace: str, meta: Mapping[str, Any]) -> None:
+def discard_deleted(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> None:
     """Delete the data of a namespace whose metadata is gone, once its indexing job
     (told to stop) has finished, so no chunk is written after the deletion."""
     if memory._indexer is not None and memory._indexer.pending(namespace):
@@ -37,17 +36,17 @@ def discard_deleted(memory: TaskMemory, namespace: str, meta: Mapping[str, Any])
             memory._indexer.wait(namespace)
         finally:
             memory._cancelled.discard(namespace)
-    for entry in meta["artifacts"]:
-        memory._pending.take(entry["generation"])
-    storage = memory._kind_storage(meta["storage"])
+    for generation in meta.generations():
+        memory._pending.take(generation)
+    storage = memory._kind_storage(meta.storage)
     with memory._lock:
         current = memory._meta(namespace)
         if current is None:
             storage.discard(namespace, None, tenant=memory.tenant)
             _index_jobs.forget_index(memory, namespace)
         else:  # written again meanwhile: keep the new generations
-            gone = [e["generation"] for e in meta["artifacts"]]
-            storage.discard(namespace, current["artifacts"], tenant=memory.tenant, generations=gone)
+            gone = meta.generations()
+            storage.discard(namespace, current.entries(), tenant=memory.tenant, generations=gone)
 
 
 def prune(
@@ -65,13 +64,10 @@ def prune(
         docs = {
             ns: meta
             for ns, meta in memory._catalog.list_all().items()
-            if meta.get("memory") == memory.name
+            if meta.memory == memory.name
         }
-        order = sorted(docs, key=lambda ns: (_namespace_meta.written_at(docs[ns]), ns))
-        items = [
-            Retained(ns, int(docs[ns].get("tokens", 0)), _namespace_meta.written_at(docs[ns]))
-            for ns in order
-        ]
+        order = sorted(docs, key=lambda ns: (docs[ns].written_at(), ns))
+        items = [Retained(ns, docs[ns].tokens, docs[ns].written_at()) for ns in order]
         evicted = evict(items, policy, now=now, protect=() if keep is None else (keep,))
         doomed = [e.id for e in evicted]
         for ns in doomed:

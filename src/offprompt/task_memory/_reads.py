@@ -29,6 +29,7 @@ from offprompt.task_memory import (
     _index_jobs,
     json_view,
 )
+from offprompt.task_memory._namespace_meta import ArtifactEntry, NamespaceMeta
 from offprompt.task_memory.catalog import missing_blob
 from offprompt.task_memory.storage import (
     TextArtifactStorage,
@@ -100,16 +101,16 @@ class SummaryPlan:
 def entry_bytes(
     memory: TaskMemory,
     namespace: str,
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[ArtifactEntry],
     fresh: Mapping[str, bytes] | None = None,
 ) -> bytes:
     storage = memory._text_storage()
     parts: list[bytes] = []
     for entry in entries:
-        data = (fresh or {}).get(entry["generation"])
+        data = (fresh or {}).get(entry.generation)
         if data is None:
             try:
-                data = storage.raw_bytes(namespace, dict(entry), tenant=memory.tenant)
+                data = storage.raw_bytes(namespace, entry.as_storage_entry(), tenant=memory.tenant)
             except NotFoundError as exc:
                 if memory._catalog.shared and memory._meta(namespace) is None:
                     raise missing_blob(namespace, exc) from None
@@ -121,13 +122,13 @@ def entry_bytes(
 def namespace_view(
     memory: TaskMemory,
     namespace: str,
-    meta: Mapping[str, Any],
+    meta: NamespaceMeta,
     fresh: Mapping[str, bytes] | None = None,
 ) -> TextView:
     """The namespace's text (its artifacts' texts concatenated, as :meth:`read` pages
     join back), cached for the last few namespaces read. ``fresh``: bytes just
     written, by generation (not read back from the blob store)."""
-    entries = meta["artifacts"]
+    entries = meta.artifacts
     return memory._view_cache.get(
         namespace, entries, lambda: entry_bytes(memory, namespace, entries, fresh)
     )
@@ -135,7 +136,7 @@ def namespace_view(
 
 def text_view(memory: TaskMemory, namespace: str) -> TextView:
     meta = memory._require(namespace)
-    if meta["storage"] != "text":
+    if meta.storage != "text":
         raise ValidationError(
             f"namespace {namespace!r} holds binary data, not text", namespace=namespace
         )
@@ -145,7 +146,7 @@ def text_view(memory: TaskMemory, namespace: str) -> TextView:
 def fill_passages(
     memory: TaskMemory,
     namespace: str,
-    meta: Mapping[str, Any],
+    meta: NamespaceMeta,
     hits: Sequence[Hit],
     storage: TextArtifactStorage,
 ) -> None:
@@ -159,12 +160,12 @@ def fill_passages(
     located = [h for h in hits if not h.text and "byte_start" in h.payload]
     if not located:
         return
-    where: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    where: dict[str, tuple[int, ArtifactEntry]] = {}
     offset = 0  # of each artifact in the view's text, as namespace_view joins them
-    for entry in meta["artifacts"]:
-        where[entry["generation"]] = (offset, entry)
-        offset += int(entry.get("bytes", 0))
-    view = memory._view_cache.cached(namespace, meta["artifacts"])
+    for entry in meta.artifacts:
+        where[entry.generation] = (offset, entry)
+        offset += entry.bytes
+    view = memory._view_cache.cached(namespace, meta.artifacts)
     for hit in located:
         found = where.get(str(hit.payload.get("generation")))
         if found is None:  # not in this metadata: cannot happen for a filtered search
@@ -178,7 +179,9 @@ def fill_passages(
         data = None
         if view is None:
             try:
-                data = storage.read_span(namespace, dict(entry), start, stop, tenant=memory.tenant)
+                data = storage.read_span(
+                    namespace, entry.as_storage_entry(), start, stop, tenant=memory.tenant
+                )
             except NotFoundError as exc:
                 if memory._catalog.shared and memory._meta(namespace) is None:
                     raise missing_blob(namespace, exc) from None
@@ -192,7 +195,7 @@ def fill_passages(
 
 
 def page_finder(
-    memory: TaskMemory, namespace: str, meta: Mapping[str, Any], storage: TextArtifactStorage
+    memory: TaskMemory, namespace: str, meta: NamespaceMeta, storage: TextArtifactStorage
 ) -> Callable[[Mapping[str, Any]], int]:
     """``page_of(chunk payload)``: the :meth:`read` page holding the chunk's start.
 
@@ -200,23 +203,23 @@ def page_finder(
     before they query) and its text is ASCII (character offsets are byte offsets);
     otherwise estimated from the chunk's token position.
     """
-    pages = max(1, int((meta.get("stats") or {}).get("pages") or 1))
+    pages = max(1, int((meta.stats or {}).get("pages") or 1))
     starts, offset = [], 0  # (first seq, byte offset in the view's text) per artifact
     # (first seq, tokens before it, its tokens per character): the estimate's scale
     scales, tokens_before = [], 0
-    for entry in meta["artifacts"]:
-        starts.append((int(entry.get("first_seq", 0)), offset))
-        offset += int(entry.get("bytes", 0))
-        tokens, chars = int(entry.get("tokens", 0)), int(entry.get("chars", 0))
-        scales.append((int(entry.get("first_seq", 0)), tokens_before, tokens / max(chars, 1)))
+    for entry in meta.artifacts:
+        starts.append((entry.first_seq, offset))
+        offset += entry.bytes
+        tokens, chars = entry.tokens, entry.chars or 0
+        scales.append((entry.first_seq, tokens_before, tokens / max(chars, 1)))
         tokens_before += tokens
     starts.sort()
     scales.sort()
     firsts = [first for first, _ in starts]
-    ascii_only = all("chars" in e and e.get("bytes") == e["chars"] for e in meta["artifacts"])
+    ascii_only = all(e.chars is not None and e.bytes == e.chars for e in meta.artifacts)
     bounds = None
-    if meta.get("pages_exact") and ascii_only:
-        view = memory._view_cache.cached(namespace, meta["artifacts"])
+    if meta.pages_exact and ascii_only:
+        view = memory._view_cache.cached(namespace, meta.artifacts)
         if view is not None:
             bounds = view.cached_page_bounds(memory.tokenizer.encoding, memory.page_tokens)
 
@@ -244,7 +247,7 @@ def read_page(
     size = memory.page_tokens if page_tokens is None else page_tokens
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise ValidationError(f"page_tokens must be an int >= 1, got {size!r}")
-    if meta["storage"] != "text":
+    if meta.storage != "text":
         artifacts = memory.load_artifacts(namespace)
         return TextArtifact(value=artifacts.to_text(), name=namespace, meta={"page": 1, "pages": 1})
     view = namespace_view(memory, namespace, meta)
@@ -254,7 +257,7 @@ def read_page(
     cut = max(1, len(bounds) - 1)
     pages = cut
     if not complete:  # the rest is not cut yet: the card's estimate, at least one more
-        tokens = int((meta.get("stats") or {}).get("tokens") or meta.get("tokens") or 0)
+        tokens = int((meta.stats or {}).get("tokens") or meta.tokens or 0)
         pages = max(cut + 1, math.ceil(tokens / size))
     if not valid or page > cut:
         about = "" if complete else "about "
@@ -274,8 +277,8 @@ def read_page(
 
 def read_json(memory: TaskMemory, namespace: str) -> tuple[str, Any]:
     meta = memory._require(namespace)
-    kind = str((meta.get("stats") or {}).get("kind", "text"))
-    if meta["storage"] != "text":
+    kind = str((meta.stats or {}).get("kind", "text"))
+    if meta.storage != "text":
         json_view.require_json("binary data", namespace)
     json_view.require_json(kind if kind in ("json", "ndjson") else "text", namespace)
     parsed = _card_stats.parsed_value(
@@ -293,12 +296,12 @@ def query(
     if not isinstance(top_n, int) or top_n < 1:
         raise ValidationError(f"top_n must be an int >= 1, got {top_n!r}")
     meta = memory._meta(namespace)
-    if meta is None or meta["storage"] != "text":
+    if meta is None or meta.storage != "text":
         return ListArtifact(value=[], name=namespace)
     _index_jobs.maybe_sweep(memory)
     if memory._catalog.shared and not _index_jobs.fully_held(memory, namespace, meta):
         meta = _index_jobs.hold_whole(memory, namespace, meta)
-    elif any(not e.get("indexed", True) for e in meta["artifacts"]) and memory._indexer:
+    elif not meta.fully_indexed and memory._indexer:
         # Never answer from part of an output: wait for its index (see module docs).
         memory._indexer.wait(namespace)
         meta = memory._meta(namespace) or meta
@@ -309,12 +312,12 @@ def query(
         # What this index holds, at the positions it holds them.
         held = memory._catalog.held(namespace, meta)
         indexed = [
-            {**e, "first_seq": held[e["generation"]]}
-            for e in meta["artifacts"]
-            if e["generation"] in held
+            {**e.as_storage_entry(), "first_seq": held[e.generation]}
+            for e in meta.artifacts
+            if e.generation in held
         ]
     else:
-        indexed = [e for e in meta["artifacts"] if e.get("indexed", True)]
+        indexed = [e.as_storage_entry() for e in meta.indexed_artifacts()]
     hits = storage.query(namespace, indexed, query, top_n, tenant=memory.tenant, mode=mode)
     fill_passages(memory, namespace, meta, hits, storage)
     emit_safely(

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from offprompt.task_memory._namespace_meta import ArtifactEntry
 from offprompt.task_memory.text_view import TextView
 
 __all__ = ["DEFAULT_CACHE_BYTES", "PendingTexts", "ViewCache"]
@@ -32,9 +33,9 @@ DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 ViewKey = tuple[str, tuple[tuple[Any, ...], ...]]
 
 
-def view_key(namespace: str, entries: Sequence[Mapping[str, Any]]) -> ViewKey:
+def view_key(namespace: str, entries: Sequence[ArtifactEntry]) -> ViewKey:
     """The cache key of a namespace's text: its artifacts as committed, in order."""
-    return (namespace, tuple((e["generation"], e["id"], e.get("first_seq")) for e in entries))
+    return (namespace, tuple((e.generation, e.id, e.first_seq) for e in entries))
 
 
 class ViewCache:
@@ -51,7 +52,7 @@ class ViewCache:
         return len(self.views)
 
     def get(
-        self, namespace: str, entries: Sequence[Mapping[str, Any]], fetch: Callable[[], bytes]
+        self, namespace: str, entries: Sequence[ArtifactEntry], fetch: Callable[[], bytes]
     ) -> TextView:
         """The view of ``entries``' text, from the cache or from ``fetch()`` (then cached)."""
         key = view_key(namespace, entries)
@@ -72,7 +73,7 @@ class ViewCache:
                 self.bytes -= len(dropped.data)
         return view
 
-    def cached(self, namespace: str, entries: Sequence[Mapping[str, Any]]) -> TextView | None:
+    def cached(self, namespace: str, entries: Sequence[ArtifactEntry]) -> TextView | None:
         """The view if it is in the cache (never reads the text)."""
         with self._lock:
             return self.views.get(view_key(namespace, entries))

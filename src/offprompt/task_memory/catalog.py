@@ -13,19 +13,19 @@ The store holds the truth; the index is derived (DESIGN.md, "Shared"):
   ``TaskMemory()`` in memory and ``TaskMemory(vector_store=...)``: the metadata is a
   point in the vector store and the index holds exactly the artifacts marked indexed.
 
-Both hand out metadata dicts with a ``_version`` key (not stored) that
-:meth:`commit` checks and bumps.
+Both hand out :class:`~offprompt.task_memory._namespace_meta.NamespaceMeta` models
+whose ``version`` (not stored) :meth:`commit` checks and bumps.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 from offprompt.errors import NotFoundError, StorageError, ValidationError
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore
+from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.blobs import content_key
 from offprompt.vectors import QdrantVectorStore
 
@@ -33,13 +33,8 @@ __all__ = ["INDEX_KEY", "META_KEY", "StoreBlobStore", "StoreCatalog", "VectorCat
 
 META_KEY = "task_memory"
 INDEX_KEY = "task_index"
-VERSION = "_version"
 
-Meta = dict[str, Any]
-
-
-def _clean(meta: Meta) -> Meta:
-    return {k: v for k, v in meta.items() if k != VERSION}
+Meta = NamespaceMeta
 
 
 class VectorCatalog:
@@ -54,22 +49,18 @@ class VectorCatalog:
 
     def get(self, namespace: str) -> Meta | None:
         """The namespace's metadata, or ``None`` when it has none."""
-        meta = self.vector_store.get_metadata(namespace, META_KEY)
-        if meta is not None:
-            meta[VERSION] = 1
-        return meta
+        record = self.vector_store.get_metadata(namespace, META_KEY)
+        return None if record is None else NamespaceMeta.parse(namespace, record, 1)
 
     def list_all(self) -> dict[str, Meta]:
         """Every namespace's metadata, by namespace."""
         docs = self.vector_store.list_metadata(META_KEY)
-        for meta in docs.values():
-            meta[VERSION] = 1
-        return docs
+        return {ns: NamespaceMeta.parse(ns, record, 1) for ns, record in docs.items()}
 
     def commit(self, namespace: str, meta: Meta, *, blobs: Sequence[str] = ()) -> bool:
         """Write the namespace's metadata (one point, so always at once); ``True``."""
-        self.vector_store.put_metadata(namespace, META_KEY, _clean(meta))
-        meta[VERSION] = 1
+        self.vector_store.put_metadata(namespace, META_KEY, meta.to_record())
+        meta.version = 1
         return True
 
     def delete(self, namespace: str) -> Meta | None:
@@ -80,11 +71,7 @@ class VectorCatalog:
 
     def held(self, namespace: str, meta: Meta) -> dict[str, int]:
         """Generations the index holds: the artifacts marked indexed."""
-        return {
-            e["generation"]: int(e.get("first_seq", 0))
-            for e in meta.get("artifacts", [])
-            if e.get("indexed", True)
-        }
+        return {e.generation: e.first_seq for e in meta.indexed_artifacts()}
 
     def mark_held(self, namespace: str, held: dict[str, int]) -> None:
         """Nothing to record: the metadata's ``indexed`` flags are the record."""
@@ -140,12 +127,12 @@ class StoreCatalog:
         record = self.store.task_get(namespace, scope=self.scope)
         if record is None:
             return None
-        return {**record.meta, VERSION: record.version}
+        return NamespaceMeta.parse(namespace, record.meta, record.version)
 
     def list_all(self) -> dict[str, Meta]:
         """Every committed namespace's metadata (with its version), by namespace."""
         return {
-            r.namespace: {**r.meta, VERSION: r.version}
+            r.namespace: NamespaceMeta.parse(r.namespace, r.meta, r.version)
             for r in self.store.task_list(scope=self.scope)
         }
 
@@ -157,20 +144,22 @@ class StoreCatalog:
         """
         version = self.store.task_commit(
             namespace,
-            _clean(meta),
-            expect=meta.get(VERSION),
+            meta.to_record(),
+            expect=meta.version,
             blobs=blobs if self.checks_blobs else (),
             scope=self.scope,
         )
         if version is None:
             return False
-        meta[VERSION] = version
+        meta.version = version
         return True
 
     def delete(self, namespace: str) -> Meta | None:
         """Delete the namespace's record from the store; its last metadata, or ``None``."""
         record = self.store.task_delete(namespace, scope=self.scope)
-        return None if record is None else {**record.meta, VERSION: record.version}
+        return (
+            None if record is None else NamespaceMeta.parse(namespace, record.meta, record.version)
+        )
 
     def held(self, namespace: str, meta: Meta) -> dict[str, int]:
         """The generations of the namespace this process's index holds, by artifact."""

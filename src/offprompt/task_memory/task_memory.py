@@ -62,12 +62,12 @@ from offprompt.task_memory import (
     _index_jobs,
     _layout,
     _lifecycle,
-    _namespace_meta,
     _reads,
     json_view,
 )
 from offprompt.task_memory._commit import EMPTY_OUTPUT
 from offprompt.task_memory._layout import TOOL_OUTPUT_DENSE, TOOL_OUTPUT_LEXICAL
+from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory._reads import SummaryPlan
 from offprompt.task_memory._view_cache import DEFAULT_CACHE_BYTES, PendingTexts, ViewCache
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
@@ -368,20 +368,20 @@ class TaskMemory:
                 return storage
         raise NotFoundError(f"this TaskMemory has no {kind!r} storage")
 
-    def _meta(self, namespace: str) -> dict[str, Any] | None:
+    def _meta(self, namespace: str) -> NamespaceMeta | None:
         validate_namespace(namespace)
         meta = self._catalog.get(namespace)
-        if meta is None or meta.get("memory") != self.name or self._expired(meta):
+        if meta is None or meta.memory != self.name or self._expired(meta):
             return None
         return meta
 
-    def _expired(self, meta: Mapping[str, Any], now: float | None = None) -> bool:
+    def _expired(self, meta: NamespaceMeta, now: float | None = None) -> bool:
         if self.retention is None:
             return False
         cutoff = self.retention.cutoff(now)
-        return cutoff is not None and _namespace_meta.written_at(meta) < cutoff
+        return cutoff is not None and meta.written_at() < cutoff
 
-    def _require(self, namespace: str) -> dict[str, Any]:
+    def _require(self, namespace: str) -> NamespaceMeta:
         meta = self._meta(namespace)
         if meta is None:
             raise NotFoundError(
@@ -482,9 +482,9 @@ class TaskMemory:
             NotFoundError: Unknown namespace (or another tenant's / scope's).
         """
         meta = _index_jobs.ensure_exact_pages(self, namespace, self._require(namespace))
-        if "stats" not in meta:  # written by an earlier version
-            meta["stats"] = _card_stats.fresh_stats(self, namespace, meta, [])
-        return OutputStats.model_validate(meta["stats"])
+        if meta.stats is None:  # written by an earlier version
+            meta.stats = _card_stats.fresh_stats(self, namespace, meta, [])
+        return OutputStats.model_validate(meta.stats)
 
     def describe(self, namespace: str, *, max_tokens: int | None = None) -> str:
         """The card for ``namespace`` alone (no reference sentence), at most ``max_tokens``
@@ -599,9 +599,7 @@ class TaskMemory:
         """Committed namespaces of this memory and tenant, sorted."""
         docs = self._catalog.list_all()
         return sorted(
-            ns
-            for ns, meta in docs.items()
-            if meta.get("memory") == self.name and not self._expired(meta)
+            ns for ns, meta in docs.items() if meta.memory == self.name and not self._expired(meta)
         )
 
     def _scope_fields(self) -> dict[str, str]:
@@ -671,9 +669,9 @@ class TaskMemory:
         meta = self._meta(namespace)
         if meta is None:
             return ListArtifact(value=[], name=namespace)
-        storage = self._kind_storage(meta["storage"])
+        storage = self._kind_storage(meta.storage)
         return ListArtifact(
-            value=storage.load(namespace, meta["artifacts"], tenant=self.tenant), name=namespace
+            value=storage.load(namespace, meta.entries(), tenant=self.tenant), name=namespace
         )
 
     def query(
@@ -733,7 +731,7 @@ class TaskMemory:
         return plan.result(summarizer.summarize_text(plan.joined(parts), max_tokens=max_tokens))
 
     def _summary_plan(self, namespace: str) -> SummaryPlan:
-        tool = self._require(namespace).get("tool")
+        tool = self._require(namespace).tool
         return SummaryPlan.start(namespace, tool, self.page_tokens, self.read)
 
     def delete(self, namespace: str) -> bool:
