@@ -272,15 +272,21 @@ def pages_job(memory: TaskMemory, namespace: str) -> None:
     view = _reads.namespace_view(memory, namespace, meta)
     pages = len(view.page_bounds(memory.tokenizer.encoding, memory.page_tokens)) - 1
     update: dict[str, Any] = {"pages": pages}
-    stats = meta.stats or {}
-    if stats.get("kind") == "json" and stats.get("json_outline") is None and not meta.sensitive:
+    # A record older than the card has no stats: its whole card is computed here once
+    # (recording the page count alone made its card blank).
+    card = (
+        meta.stats
+        if meta.stats is not None
+        else _card_stats.fresh_stats(memory, namespace, meta, [])
+    )
+    if card.get("kind") == "json" and card.get("json_outline") is None and not meta.sensitive:
         update.update(_card_stats.json_stats(memory, view, namespace, meta))
     before = meta.generations()
 
     def exact(meta: NamespaceMeta) -> bool:
         if meta.generations() != before or meta.pages_exact:
             return False  # appended to meanwhile (the next job recounts), or done
-        meta.stats = {**(meta.stats or {}), **update}
+        meta.stats = {**(meta.stats if meta.stats is not None else card), **update}
         meta.pages_exact = True
         return True
 
