@@ -261,3 +261,22 @@ def test_a_schema_5_database_opens_and_keeps_every_task_output(
     assert part_rows(postgres_dsn, "new") > 1
     with PostgresStore(postgres_dsn) as again, TaskMemory(store=again) as memory:
         assert sorted(memory.namespaces()) == ["big", "new", "small"]
+
+
+def test_retention_prune_and_forget_of_task_memory_reach_every_part(postgres_dsn: str) -> None:
+    from offprompt.forget import forget
+    from offprompt.retention import RetentionPolicy
+
+    big = logs(150_000).decode()  # ~9 MB: 3 parts
+    with PostgresStore(postgres_dsn) as store, TaskMemory(store=store) as memory:
+        for ns in ("old", "kept"):
+            memory.store_artifact(ns, TextArtifact(big + ns))
+        assert part_rows(postgres_dsn, "old") > 1 and part_rows(postgres_dsn, "kept") > 1
+        report = memory.prune(RetentionPolicy(max_count=1), keep="kept")
+        assert report.namespaces == 1
+        assert part_rows(postgres_dsn, "old") == 0 and part_rows(postgres_dsn, "kept") > 1
+        assert memory.load_artifacts("kept").value[0].value == big + "kept"
+        forget(Scope(tenant="default"), task_memory=memory)
+        assert memory.namespaces() == []
+    assert part_rows(postgres_dsn) == 0
+    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_task_blobs") == [(0,)]

@@ -37,6 +37,9 @@ messages table carries a single index, its primary key (schema 3 dropped its
     offprompt_blobs      <partition>, key (sha256), data      -- image bytes, stored once
     offprompt_blob_refs  <partition>, session_id, seq, key    -- which message uses which blob
     offprompt_batches    <partition>, session_id, key, first_seq, size  -- idempotency keys
+    offprompt_tasks, offprompt_task_blobs, offprompt_task_parts  -- TaskMemory's outputs
+                         (see offprompt.stores._tasks and _pg_tasks: large outputs in
+                         part rows written and read over several connections at once)
 
 Tables are created in the connection's ``search_path`` (put
 ``options=-csearch_path=myschema`` in the dsn for a schema of their own).
