@@ -280,3 +280,25 @@ def test_retention_prune_and_forget_of_task_memory_reach_every_part(postgres_dsn
         assert memory.namespaces() == []
     assert part_rows(postgres_dsn) == 0
     assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_task_blobs") == [(0,)]
+
+
+def test_the_first_task_call_keeps_parallel_connections_only_in_the_stores_own_pool(
+    postgres_dsn: str,
+) -> None:
+    from psycopg_pool import ConnectionPool
+
+    from offprompt.stores import _pg_tasks
+
+    with PostgresStore(postgres_dsn) as store:
+        store.count("s", scope=ACME)  # conversations alone keep one connection
+        assert store._sync_pool().min_size == 1
+        store.task_list(scope=ACME)
+        assert store._sync_pool().min_size == _pg_tasks.PARALLEL
+        key = store.task_put_blob("ns", logs(150_000), scope=ACME)
+        assert len(store.task_get_blob("ns", key, scope=ACME)) > _tasks.PART_BYTES
+    pool = ConnectionPool(postgres_dsn, min_size=1, max_size=2, kwargs={"autocommit": True})
+    with pool, PostgresStore(postgres_dsn, pool=pool) as store:
+        data = logs(150_000)
+        key = store.task_put_blob("ns2", data, scope=ACME)
+        assert store.task_get_blob("ns2", key, scope=ACME) == data  # 2 at a time
+        assert pool.min_size == 1

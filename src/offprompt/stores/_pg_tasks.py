@@ -12,6 +12,7 @@ killed or cut-off writer left are collected by a later commit (:attr:`PgTasks.ta
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -38,14 +39,33 @@ class PgTasks:
     #: (seconds, the server's clock): longer than any store of one blob takes.
     task_part_grace: float = 900.0
     _parts_collected_at: float | None = None
+    _warmed_pid = 0
 
     if TYPE_CHECKING:
         _max_size: int
+        _owns_pool: bool
 
         def _do(self, op: _Op[_T], *, action: str, write: bool = False) -> _T: ...
 
+        def _sync_pool(self) -> Any: ...
+
     def _task(self, op: _tasks.Op[_T], action: str, *, write: bool = False) -> _T:
+        if self._warmed_pid != os.getpid():
+            self._warm()
         return self._do(_pg(op), action=action, write=write)
+
+    def _warm(self) -> None:
+        """On the first task-output call of a process, have the pool (the store's own)
+        keep :data:`PARALLEL` connections, opened now in the background and at once: a
+        pool grows one connection at a time when callers wait, which made the parallel
+        fetch of another process's first read wait for three connection setups in a row."""
+        self._warmed_pid = os.getpid()
+        if not self._owns_pool:
+            return  # a pool passed in is sized by its owner
+        pool = self._sync_pool()
+        wanted = min(PARALLEL, pool.max_size)
+        if pool.min_size < wanted:
+            pool.resize(min_size=wanted, max_size=pool.max_size)
 
     def _workers(self, parts: int) -> int:
         return max(1, min(parts, PARALLEL, self._max_size))
