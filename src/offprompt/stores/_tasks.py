@@ -117,7 +117,7 @@ def list_part(scope: Scope | None) -> Part:
     return (tenant, user, agent, run, resolved.session or "")
 
 
-def content_key(data: bytes) -> str:
+def content_key(data: bytes | bytearray | memoryview) -> str:
     """The content address of ``data`` (SHA-256 hex, as the blob stores use)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ValidationError(f"blob data must be bytes, got {type(data).__name__}")
@@ -229,7 +229,9 @@ def op_put_blob(part: Part, namespace: str, key: str, data: bytes) -> Op[None]:
     )
 
 
-def op_put_part(part: Part, namespace: str, upload: str, index: int, data: bytes) -> Op[None]:
+def op_put_part(
+    part: Part, namespace: str, upload: str, index: int, data: bytes | memoryview
+) -> Op[None]:
     """Write part ``index`` of upload ``upload`` (PostgreSQL; its own transaction)."""
     yield Stmt(
         f"INSERT INTO offprompt_task_parts ({TASK_KEY}, namespace, upload, part, data)"
