@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from netns_testing import Host, Network, network
 from postgres_testing import Cluster, start_cluster
@@ -76,6 +77,30 @@ def absent_or_whole(dsn: str, namespace: str, lines: int) -> bool:
         return True
 
 
+def parts_whole_then_collected(dsn: str) -> int:
+    """Every blob row stored in parts has all of them; the parts a failed writer left (no
+    blob row) are collected by the next commit (grace 0 here); how many there were."""
+    key = "tenant, user_id, agent, run, session_id, namespace, upload"
+    orphans = (
+        "SELECT count(*) FROM offprompt_task_parts p WHERE NOT EXISTS (SELECT 1"
+        f" FROM offprompt_task_blobs b WHERE ({key}) = (p.{key.replace(', ', ', p.')}))"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT b.parts, count(p.part), b.size, coalesce(sum(octet_length(p.data)), 0)"
+            f" FROM offprompt_task_blobs b LEFT JOIN offprompt_task_parts p USING ({key})"
+            f" WHERE b.parts > 0 GROUP BY {key}, b.key, b.parts, b.size"
+        ).fetchall()
+        assert all(int(n) == int(c) and int(size) == int(got) for n, c, size, got in rows)
+        left = int(conn.execute(orphans).fetchone()[0])  # type: ignore[index]
+        with PostgresStore(dsn) as store:
+            store.task_part_grace = 0.0
+            store.task_commit("gc-probe", {}, expect=None, scope=Scope(tenant="probe"))
+            store.task_delete("gc-probe", scope=Scope(tenant="probe"))
+        assert conn.execute(orphans).fetchone() == (0,)
+    return left
+
+
 def test_processes_share_one_postgres(postgres_dsn: str, tmp_path: Path) -> None:
     target = f"pg:{postgres_dsn}"
     barrier = tmp_path / "go"
@@ -110,6 +135,7 @@ def test_server_restart_mid_store(postgres_cluster: Cluster, postgres_dsn: str) 
     stored = json.loads(out.strip().splitlines()[-1])["stored"]
     # A reference is handed out only for a whole output; a failure leaves none.
     assert absent_or_whole(postgres_dsn, "big", BIG) == stored
+    parts_whole_then_collected(postgres_dsn)
     with PostgresStore(postgres_dsn) as store, TaskMemory(store=store) as memory:
         assert memory.grep("kept", "NEEDLE-kept").total_matches == 1
 
@@ -168,6 +194,7 @@ def test_stored_on_host_a_read_on_b_and_c_and_a_cut_link(
     else:
         assert "cut" not in seen["namespaces"]
     assert stored == seen["cut"]["present"]
+    parts_whole_then_collected(cluster.dsn)
 
 
 def test_two_processes_storing_one_namespace_on_postgres_both_land(

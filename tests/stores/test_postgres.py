@@ -85,28 +85,29 @@ def test_migrates_a_version_1_schema_forward(postgres_dsn: str) -> None:
     )
     acme = Scope(tenant="acme")
     with PostgresStore(postgres_dsn) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5  # v5: task bytes uncompressed
+        assert store.schema_version == SCHEMA_VERSION == 6  # v6: task bytes in part rows
         assert [r.message for r in store.read("s", scope=acme)] == old
         assert store.append("s", msgs("new"), [1], scope=acme, idempotency_key="k") == [2]
         assert store.append("s", msgs("new"), [1], scope=acme, idempotency_key="k") == [2]
         assert store.count("s", scope=acme) == 3
     rows = sql(postgres_dsn, "SELECT version FROM offprompt_schema_version ORDER BY version")
-    assert rows == [(1,), (2,), (3,), (4,), (5,)]
+    assert rows == [(1,), (2,), (3,), (4,), (5,), (6,)]
     assert sql(postgres_dsn, "SELECT seq, batch FROM offprompt_messages ORDER BY seq") == [
         (0, None),
         (1, None),
         (2, "k"),
     ]
     with PostgresStore(postgres_dsn) as again:  # opening a current schema changes nothing
-        assert again.schema_version == 5
-    assert len(sql(postgres_dsn, "SELECT * FROM offprompt_schema_version")) == 5
+        assert again.schema_version == 6
+    assert len(sql(postgres_dsn, "SELECT * FROM offprompt_schema_version")) == 6
 
 
-def test_a_version_4_schema_keeps_its_task_bytes_and_stores_new_ones_uncompressed(
+def test_a_version_4_schema_keeps_its_task_bytes_and_stores_new_ones_without_pglz(
     postgres_dsn: str,
 ) -> None:
-    """v5: a stored output's bytes skip pglz (half the time of storing 50 MB); bytes
-    stored under v4 (compressed) stay readable as they are."""
+    """v5: a stored output's bytes skip pglz (half the time of storing 50 MB); v6: lz4
+    where the server has it, else uncompressed; bytes stored under v4 (pglz) stay
+    readable as they are."""
     with psycopg.connect(postgres_dsn, autocommit=True) as conn, conn.transaction():
         for step in range(1, 5):
             for statement in _pg_schema.MIGRATIONS[step]:
@@ -122,19 +123,20 @@ def test_a_version_4_schema_keeps_its_task_bytes_and_stores_new_ones_uncompresse
     )
     storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'offprompt_task_blobs'::regclass AND attname = 'data'"
     assert sql(postgres_dsn, storage) == [("x",)]  # as v4 left it
+    has_lz4 = sql(postgres_dsn, _pg_schema.HAS_LZ4)[0][0]
     with PostgresStore(postgres_dsn) as store:
-        assert store.schema_version == 5
+        assert store.schema_version == 6
         assert store.task_get_blob("ns", key, scope=acme) == old
         new = old.replace(b"200", b"404")
         new_key = store.task_put_blob("ns", new, scope=acme)
         assert store.task_get_blob("ns", new_key, scope=acme) == new
-    assert sql(postgres_dsn, storage) == [("e",)]
+    assert sql(postgres_dsn, storage) == [("x",) if has_lz4 else ("e",)]
     compression = sql(
         postgres_dsn,
         "SELECT key, pg_column_compression(data) FROM offprompt_task_blobs ORDER BY key = %s",
         (key,),
     )
-    assert compression == [(new_key, None), (key, "pglz")]
+    assert compression == [(new_key, "lz4" if has_lz4 else None), (key, "pglz")]
 
 
 def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_dsn: str) -> None:
@@ -144,7 +146,7 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_dsn: 
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert list(pool.map(lambda _: open_one(), range(4))) == [SCHEMA_VERSION] * 4
-    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_schema_version") == [(5,)]
+    assert sql(postgres_dsn, "SELECT count(*) FROM offprompt_schema_version") == [(SCHEMA_VERSION,)]
 
 
 def test_refuses_a_newer_schema_and_a_foreign_table_untouched(postgres_dsn: str) -> None:

@@ -434,7 +434,7 @@ def _op_forget(selected: Scope) -> _Op[ForgetCounts]:
     # The counter rows and keys go too: a session id can itself identify the subject.
     yield _Q(f"DELETE FROM offprompt_sessions WHERE {where}", params, "rowcount")
     yield _Q(f"DELETE FROM offprompt_batches WHERE {where}", params, "rowcount")
-    tasks, task_blobs = yield from _pg(_tasks.op_forget(selected))
+    tasks, task_blobs = yield from _pg(_tasks.op_forget(selected, parts=True))
     return ForgetCounts(
         int(messages), int(state), int(rows[0][0]), int(blobs) + task_blobs, task_outputs=tasks
     )

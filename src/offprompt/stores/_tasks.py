@@ -6,6 +6,19 @@ blobs). Rows carry the scope partition plus the session, like every other table:
 
     offprompt_tasks       <partition>, session_id, namespace, version, meta (JSON), updated_at
     offprompt_task_blobs  <partition>, session_id, namespace, key (sha256), data
+    offprompt_task_parts  <partition>, session_id, namespace, upload, part, data, stored_at
+                          (PostgreSQL only, schema 6)
+
+PostgreSQL splits a large output's bytes into part rows (:data:`PART_BYTES` each) that
+several connections write at once, each part its own transaction, under an upload id
+of the writer's own; the blob's row in ``offprompt_task_blobs`` (``upload``, ``parts``,
+``size``, empty ``data``) is written after every part, in a transaction that locks the
+parts and checks them all there, so a blob row exists only for a whole blob. Parts of an
+upload that never got its blob row (a writer killed or cut off) are garbage: the next
+commit deletes those older than a grace period (:func:`op_collect_parts`). Deletes
+remove parts before blob rows, in the order the blob row's transaction locks them.
+SQLite keeps one row per blob (``parts`` stays 0): it has one writer at a time and no
+TOAST, so there is nothing to write in parallel.
 
 Commit protocol: the blobs are written first (each write is its own transaction); the
 metadata row is written last, and only if its version is still the one the writer read
@@ -31,7 +44,7 @@ from offprompt.names import validate_namespace
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import SCOPE_COLUMNS, TaskRecord
 
-__all__ = ["TASK_DDL", "Stmt", "task_part"]
+__all__ = ["PARTS_DDL", "TASK_DDL", "Stmt", "task_part"]
 
 _T = TypeVar("_T")
 TASK_KEY = "tenant, user_id, agent, run, session_id"
@@ -54,6 +67,24 @@ def TASK_DDL(blob_type: str) -> tuple[str, ...]:
         f" data {blob_type} NOT NULL, PRIMARY KEY ({TASK_KEY}, namespace, key))",
         "CREATE INDEX offprompt_task_blobs_user ON offprompt_task_blobs (user_id)",
     )
+
+
+#: PostgreSQL schema 6: the part rows, and the columns of a blob row that points to them.
+PARTS_DDL = (
+    "CREATE TABLE offprompt_task_parts (tenant TEXT NOT NULL DEFAULT '',"
+    " user_id TEXT NOT NULL DEFAULT '', agent TEXT NOT NULL DEFAULT '',"
+    " run TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL DEFAULT '',"
+    " namespace TEXT NOT NULL, upload TEXT NOT NULL, part INTEGER NOT NULL,"
+    " data BYTEA NOT NULL,"
+    " stored_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM clock_timestamp()),"
+    f" PRIMARY KEY ({TASK_KEY}, namespace, upload, part))",
+    "CREATE INDEX offprompt_task_parts_user ON offprompt_task_parts (user_id)",
+    "ALTER TABLE offprompt_task_parts ALTER COLUMN data SET STORAGE EXTERNAL",
+    "ALTER TABLE offprompt_task_blobs ADD COLUMN upload TEXT,"
+    " ADD COLUMN parts INTEGER NOT NULL DEFAULT 0, ADD COLUMN size BIGINT",
+)
+#: Bytes per part row (PostgreSQL): a blob larger than this is split.
+PART_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -86,7 +117,7 @@ def list_part(scope: Scope | None) -> Part:
     return (tenant, user, agent, run, resolved.session or "")
 
 
-def content_key(data: bytes) -> str:
+def content_key(data: bytes | bytearray | memoryview) -> str:
     """The content address of ``data`` (SHA-256 hex, as the blob stores use)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ValidationError(f"blob data must be bytes, got {type(data).__name__}")
@@ -156,7 +187,27 @@ def op_commit(
     return version
 
 
-def op_delete(part: Part, namespace: str) -> Op[TaskRecord | None]:
+def _delete_parts(part: Part, namespace: str, key: str | None = None) -> Stmt:
+    """Delete a namespace's part rows (of blob ``key`` only, when given): before the blob
+    rows, the order in which a blob row's transaction locks them."""
+    if key is None:
+        return Stmt(
+            f"DELETE FROM offprompt_task_parts WHERE {_TP} AND namespace = ?",
+            (*part, namespace),
+            "rowcount",
+        )
+    return Stmt(
+        f"DELETE FROM offprompt_task_parts WHERE {_TP} AND namespace = ? AND upload IN"
+        f" (SELECT upload FROM offprompt_task_blobs WHERE {_TP} AND namespace = ? AND key = ?)",
+        (*part, namespace, *part, namespace, key),
+        "rowcount",
+    )
+
+
+def op_delete(part: Part, namespace: str, *, parts: bool = False) -> Op[TaskRecord | None]:
+    """Delete a namespace: its metadata and blobs (``parts``: and part rows, PostgreSQL)."""
+    if parts:
+        yield _delete_parts(part, namespace)
     found = yield from op_get(part, namespace)
     yield Stmt(
         f"DELETE FROM offprompt_tasks WHERE {_TP} AND namespace = ?", (*part, namespace), "rowcount"
@@ -178,6 +229,113 @@ def op_put_blob(part: Part, namespace: str, key: str, data: bytes) -> Op[None]:
     )
 
 
+def op_put_part(
+    part: Part, namespace: str, upload: str, index: int, data: bytes | memoryview
+) -> Op[None]:
+    """Write part ``index`` of upload ``upload`` (PostgreSQL; its own transaction)."""
+    yield Stmt(
+        f"INSERT INTO offprompt_task_parts ({TASK_KEY}, namespace, upload, part, data)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*part, namespace, upload, index, data),
+        "rowcount",
+    )
+
+
+def op_seal_parts(
+    part: Part, namespace: str, key: str, upload: str, count: int, size: int
+) -> Op[bool]:
+    """Write the blob row of an upload whose ``count`` parts are stored, in one
+    transaction; False if the blob was stored already (this upload's parts are dropped).
+
+    The ``UPDATE`` locks the parts (a concurrent delete or collection waits, and then
+    finds them fresh) and says which are there: all of them, or nothing is written.
+    """
+    rows = yield Stmt(
+        "UPDATE offprompt_task_parts SET stored_at = extract(epoch FROM clock_timestamp())"
+        f" WHERE {_TP} AND namespace = ? AND upload = ? RETURNING part, octet_length(data)",
+        (*part, namespace, upload),
+    )
+    if (
+        sorted(int(r[0]) for r in rows) != list(range(count))
+        or sum(int(r[1]) for r in rows) != size
+    ):
+        # Raised inside the transaction, so the runner rolls it back.
+        raise NotFoundError(
+            f"namespace {namespace!r}: {count - len(rows)} of the {count} parts of blob {key}"
+            " are gone before it was complete (deleted meanwhile?)",
+            namespace=namespace,
+        )
+    done = yield Stmt(
+        f"INSERT INTO offprompt_task_blobs ({TASK_KEY}, namespace, key, data, upload, parts,"
+        " size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (*part, namespace, key, b"", upload, count, size),
+        "rowcount",
+    )
+    if not done:
+        yield Stmt(
+            f"DELETE FROM offprompt_task_parts WHERE {_TP} AND namespace = ? AND upload = ?",
+            (*part, namespace, upload),
+            "rowcount",
+        )
+    return bool(done)
+
+
+def op_drop_upload(part: Part, namespace: str, upload: str) -> Op[int]:
+    """Delete the parts of an upload that failed (its writer cleans up after itself)."""
+    n = yield Stmt(
+        f"DELETE FROM offprompt_task_parts WHERE {_TP} AND namespace = ? AND upload = ?"
+        f" AND NOT EXISTS (SELECT 1 FROM offprompt_task_blobs WHERE {_TP} AND namespace = ?"
+        " AND upload = ?)",
+        (*part, namespace, upload, *part, namespace, upload),
+        "rowcount",
+    )
+    return int(n)
+
+
+def op_get_head(part: Part, namespace: str, key: str) -> Op[tuple[str, int, int, bytes] | None]:
+    """A blob row (PostgreSQL): ``(upload, parts, size, data)``; ``data`` is the bytes when
+    ``parts`` is 0 (one row, as schema 5 wrote every blob), else empty."""
+    rows = yield Stmt(
+        "SELECT coalesce(upload, ''), parts, coalesce(size, 0), data FROM offprompt_task_blobs"
+        f" WHERE {_TP} AND namespace = ? AND key = ?",
+        (*part, namespace, key),
+        binary=True,
+    )
+    if not rows:
+        return None
+    upload, count, size, data = rows[0]
+    return str(upload), int(count), int(size), bytes(data)
+
+
+def op_get_parts(
+    part: Part, namespace: str, upload: str, indexes: Sequence[int]
+) -> Op[dict[int, bytes]]:
+    """Parts ``indexes`` of an upload, by index (those still there)."""
+    rows = yield Stmt(
+        "SELECT part, data FROM offprompt_task_parts"
+        f" WHERE {_TP} AND namespace = ? AND upload = ? AND part = ANY(?)",
+        (*part, namespace, upload, list(indexes)),
+        binary=True,
+    )
+    return {int(i): bytes(d) for i, d in rows}
+
+
+def op_collect_parts(grace: float) -> Op[int]:
+    """Delete the parts, older than ``grace`` seconds (the server's clock), of uploads
+    that have no blob row: what writers killed or cut off mid-store left."""
+    n = yield Stmt(
+        "DELETE FROM offprompt_task_parts p"
+        " WHERE p.stored_at < extract(epoch FROM clock_timestamp()) - ?"
+        " AND NOT EXISTS (SELECT 1 FROM offprompt_task_blobs b WHERE b.tenant = p.tenant"
+        " AND b.user_id = p.user_id AND b.agent = p.agent AND b.run = p.run"
+        " AND b.session_id = p.session_id AND b.namespace = p.namespace"
+        " AND b.upload = p.upload)",
+        (grace,),
+        "rowcount",
+    )
+    return int(n)
+
+
 def op_get_blob(part: Part, namespace: str, key: str) -> Op[bytes | None]:
     rows = yield Stmt(
         f"SELECT data FROM offprompt_task_blobs WHERE {_TP} AND namespace = ? AND key = ?",
@@ -195,7 +353,9 @@ def op_blob_keys(part: Part, namespace: str) -> Op[list[str]]:
     return [str(r[0]) for r in rows]
 
 
-def op_delete_blob(part: Part, namespace: str, key: str | None) -> Op[int]:
+def op_delete_blob(part: Part, namespace: str, key: str | None, *, parts: bool = False) -> Op[int]:
+    if parts:
+        yield _delete_parts(part, namespace, key)
     if key is None:
         n = yield Stmt(
             f"DELETE FROM offprompt_task_blobs WHERE {_TP} AND namespace = ?",
@@ -218,9 +378,12 @@ def _selector(scope: Scope) -> tuple[str, list[str]]:
     return " AND ".join(f"{SCOPE_COLUMNS[f]} = ?" for f in fields), list(fields.values())
 
 
-def op_forget(selected: Scope) -> Op[tuple[int, int]]:
-    """Delete the task outputs and their blobs of every partition ``selected`` selects."""
+def op_forget(selected: Scope, *, parts: bool = False) -> Op[tuple[int, int]]:
+    """Delete the task outputs and their blobs of every partition ``selected`` selects
+    (``parts``: their part rows too, PostgreSQL)."""
     where, params = _selector(selected)
+    if parts:
+        yield Stmt(f"DELETE FROM offprompt_task_parts WHERE {where}", params, "rowcount")
     tasks = yield Stmt(f"DELETE FROM offprompt_tasks WHERE {where}", params, "rowcount")
     blobs = yield Stmt(f"DELETE FROM offprompt_task_blobs WHERE {where}", params, "rowcount")
     return int(tasks), int(blobs)

@@ -37,6 +37,9 @@ messages table carries a single index, its primary key (schema 3 dropped its
     offprompt_blobs      <partition>, key (sha256), data      -- image bytes, stored once
     offprompt_blob_refs  <partition>, session_id, seq, key    -- which message uses which blob
     offprompt_batches    <partition>, session_id, key, first_seq, size  -- idempotency keys
+    offprompt_tasks, offprompt_task_blobs, offprompt_task_parts  -- TaskMemory's outputs
+                         (see offprompt.stores._tasks and _pg_tasks: large outputs in
+                         part rows written and read over several connections at once)
 
 Tables are created in the connection's ``search_path`` (put
 ``options=-csearch_path=myschema`` in the dsn for a schema of their own).
@@ -74,7 +77,6 @@ default executor); unix sockets and IP addresses need no executor.
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -82,13 +84,11 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from offprompt.errors import NotFoundError, StorageError, ValidationError
+from offprompt.errors import StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
-from offprompt.stores import _tasks
 from offprompt.stores._blobrefs import externalize
 from offprompt.stores._pg_ops import (
-    _T,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     _check_key,
     _check_prefix,
@@ -109,7 +109,6 @@ from offprompt.stores._pg_ops import (
     _op_set_state,
     _op_state_keys,
     _op_version,
-    _pg,
     _residue,
     _single_statement,
     _whole,
@@ -123,6 +122,7 @@ from offprompt.stores._pg_pool import (
     redact_dsn,
 )
 from offprompt.stores._pg_schema import SCHEMA_VERSION, _vacuum_sql, migrate
+from offprompt.stores._pg_tasks import PgTasks
 from offprompt.stores.base import (
     BaseStore,
     ForgetCounts,
@@ -130,7 +130,6 @@ from offprompt.stores.base import (
     SessionInfo,
     SessionVersion,
     StoredMessage,
-    TaskRecord,
     check_append,
     check_range,
     check_scope_session,
@@ -149,7 +148,7 @@ __all__ = [
 ]
 
 
-class PostgresStore(PgConnections, BaseStore):
+class PostgresStore(PgTasks, PgConnections, BaseStore):
     """A :class:`~offprompt.stores.ConversationStore` on a PostgreSQL server.
 
     Several processes on several machines can append to one session at once: seqs stay
@@ -498,64 +497,6 @@ class PostgresStore(PgConnections, BaseStore):
         part = check_scope_session(session_id, scope)
         _check_prefix(prefix)
         return await self._ado(_op_state_keys(part, session_id, prefix), action="state_keys")
-
-    # -- task outputs ----------------------------------------------------------------
-    def _task(self, op: _tasks.Op[_T], action: str, *, write: bool = False) -> _T:
-        return self._do(_pg(op), action=action, write=write)
-
-    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
-        part = _tasks.task_part(namespace, scope)
-        return self._task(_tasks.op_get(part, namespace), "reading a task output")
-
-    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
-        return self._task(_tasks.op_list(_tasks.list_part(scope)), "listing task outputs")
-
-    def task_commit(
-        self,
-        namespace: str,
-        meta: dict[str, Any],
-        *,
-        expect: int | None,
-        blobs: Sequence[str] = (),
-        scope: Scope | None = None,
-    ) -> int | None:
-        text = _tasks.check_meta(meta)
-        part = _tasks.task_part(namespace, scope)
-        op = _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
-        return self._task(op, "committing a task output", write=True)
-
-    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
-        part = _tasks.task_part(namespace, scope)
-        return self._task(_tasks.op_delete(part, namespace), "deleting a task output", write=True)
-
-    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
-        part = _tasks.task_part(namespace, scope)
-        key = _tasks.content_key(data)
-        op = _tasks.op_put_blob(part, namespace, key, bytes(data))
-        self._task(op, "storing a task output's bytes", write=True)
-        return key
-
-    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
-        part = _tasks.task_part(namespace, scope)
-        data = self._task(_tasks.op_get_blob(part, namespace, key), "reading a task blob")
-        if data is None:
-            raise NotFoundError(f"no blob {key} in namespace {namespace!r}", namespace=namespace)
-        return data
-
-    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
-        part = _tasks.task_part(namespace, scope)
-        return self._task(_tasks.op_blob_keys(part, namespace), "listing task blobs")
-
-    def task_delete_blob(
-        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
-    ) -> int:
-        part = _tasks.task_part(namespace, scope)
-        op = _tasks.op_delete_blob(part, namespace, key)
-        return self._task(op, "deleting a task blob", write=True)
-
-    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
-        selected = check_selector(scope, all=all)
-        return self._task(_tasks.op_forget(selected), "forgetting task outputs", write=True)
 
     # -- closing ---------------------------------------------------------------------
     def close(self) -> None:
