@@ -17,13 +17,29 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from offprompt.artifacts import TextArtifact
 from offprompt.forget import forget
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
+
+
+@pytest.fixture(autouse=True)
+def private_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Private indexes of this test and its subprocesses go to a temp dir of its own:
+    every private index any process creates sweeps the dead owners' directories of its
+    temp dir, so a parallel test's sweep could remove the killed process's index before
+    this test looks at it."""
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
 
 HOLDER = textwrap.dedent(
     """
@@ -120,6 +136,7 @@ def test_forget_reaches_every_file_of_the_directory_and_names_what_it_could_not(
         marker = b"secret"
         assert any(p.startswith("vectors") for p in files_holding(root, marker))
         assert any(p.startswith("blobs") for p in files_holding(root, needle))
+        assert Path(dead_seen["dir"]).is_relative_to(tmp_path)  # out of other tests' sweeps
         assert files_holding(Path(dead_seen["dir"]), marker)
 
         report = forget(Scope(user="u1"), task_memory=first, purge=True)
