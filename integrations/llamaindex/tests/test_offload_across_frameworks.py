@@ -254,3 +254,46 @@ async def test_function_agent_reads_the_card_and_picks_its_tool() -> None:
     for call in llm.calls:
         assert len(text_of(call)) < 20_000 and LOGS[:2000] not in text_of(call)
     assert memory.wait_indexed(timeout=60)
+
+
+# -- 3. the same arguments for the memory tools ------------------------------------------
+
+
+async def test_tool_spec_takes_several_memories_and_summary_tokens_like_task_memory_tools() -> None:
+    first, second = TaskMemory(name="first", index="sync"), TaskMemory(name="second", index="sync")
+    first.process_output("fetch_logs", "call", TextArtifact(LOGS, name="logs-1"))
+    second.process_output("fetch_report", "call", TextArtifact(REPORT, name="report-1"))
+    langchain = task_memory_tools([first, second], summary_tokens=60)
+    spec = TaskMemoryToolSpec([first, second], summary_tokens=60)
+    assert spec.task_memories == [first, second]
+    llamaindex = spec.to_tool_list()
+    summary = {"memory_name": "second", "artifact_namespace": "report-1"}
+    lc_summary = langchain[4].invoke(
+        {"type": "tool_call", "id": "s", "name": "summarize_memory", "args": summary}
+    )
+    li_summary = llamaindex[4].call(**summary)
+    assert not li_summary.is_error and lc_summary.content == li_summary.content
+    default = TaskMemoryToolSpec([first, second]).to_tool_list()[4].call(**summary)
+    assert memory_tokens(li_summary.content) <= 80 < memory_tokens(default.content)
+    # A FunctionAgent reaches both memories through the one spec.
+    llm = ScriptedFunctionLLM(
+        script=[
+            li_tool_call(
+                "grep_memory",
+                "g1",
+                memory_name="first",
+                artifact_namespace="logs-1",
+                pattern=NEEDLE,
+            ),
+            li_tool_call("summarize_memory", "s1", **summary),
+            "done",
+        ]
+    )
+    await FunctionAgent(tools=llamaindex, llm=llm).run("Read both.")
+    tool_answers = [m.content or "" for m in llm.calls[-1] if m.role.value == "tool"]
+    assert "upstream timeout" in tool_answers[0]
+    assert tool_answers[1] == li_summary.content
+
+
+def memory_tokens(text: str) -> int:
+    return TaskMemory().tokenizer.count(text)

@@ -21,7 +21,7 @@ types to and from the core.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import TextBlock
@@ -293,7 +293,7 @@ class _MemoryTool(FunctionTool):
 
 
 class TaskMemoryToolSpec(BaseToolSpec):
-    """The core memory tools for LlamaIndex agents, over one task memory.
+    """The core memory tools for LlamaIndex agents, over one task memory or several.
 
     ``to_tool_list()`` gives ``query_memory``, ``grep_memory``, ``read_memory``,
     ``json_memory`` and ``summarize_memory`` (sync and async), with the names, argument
@@ -307,12 +307,24 @@ class TaskMemoryToolSpec(BaseToolSpec):
     The methods ``query_memory(...)`` etc. (and ``aquery_memory(...)``) run a tool
     directly with keyword arguments and return its text.
 
+    The arguments are those of LangChain's ``task_memory_tools``, with the same meaning.
+
     Args:
-        task_memory: The memory to read.
+        task_memory: One memory, or several (told apart by their ``name``: the model
+            passes the reference's ``memory_name``, and may omit it with one memory).
         max_output_tokens: Bound of every answer.
         top_n: Passages ``query_memory`` returns unless the model asks otherwise.
         summarizer: Used by ``summarize_memory``; offprompt's extractive summarizer if
             omitted (a :class:`~offprompt_llamaindex.LlamaIndexSummarizer` uses an LLM).
+        summary_tokens: Budget of ``summarize_memory`` (about ``max_output_tokens`` by
+            default).
+
+    Attributes:
+        task_memory: The first memory given.
+        task_memories: Every memory given, in order.
+
+    Raises:
+        ValidationError: No task memory, two with one name, or bad bounds.
 
     Example:
         >>> from offprompt.artifacts import TextArtifact
@@ -335,27 +347,25 @@ class TaskMemoryToolSpec(BaseToolSpec):
 
     def __init__(
         self,
-        task_memory: TaskMemory,
+        task_memory: TaskMemory | Sequence[TaskMemory],
         *,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         top_n: int = 5,
         summarizer: TextSummarizer | None = None,
+        summary_tokens: int | None = None,
     ) -> None:
-        if not isinstance(task_memory, TaskMemory):
-            raise ValidationError(
-                f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"
-            )
-        self.task_memory = task_memory
+        specs = memory_tool_specs(
+            task_memory,
+            summarizer=summarizer,
+            max_output_tokens=max_output_tokens,
+            top_n=top_n,
+            summary_tokens=summary_tokens,
+        )
+        memories = [task_memory] if isinstance(task_memory, TaskMemory) else list(task_memory)
+        self.task_memory = memories[0]
+        self.task_memories = memories
         self.max_output_tokens = max_output_tokens
-        self.specs = {
-            spec.name: spec
-            for spec in memory_tool_specs(
-                task_memory,
-                summarizer=summarizer,
-                max_output_tokens=max_output_tokens,
-                top_n=top_n,
-            )
-        }
+        self.specs = {spec.name: spec for spec in specs}
 
     def to_tool_list(  # type: ignore[override]
         self,
