@@ -261,7 +261,7 @@ async def test_context_is_injected_through_the_wrapper(memory: TaskMemory) -> No
     assert "stored in memory" in (llm.calls[1][-1].content or "")
 
 
-def test_non_text_blocks_pass_through(memory: TaskMemory, png: Any) -> None:
+def test_small_non_text_blocks_pass_through(memory: TaskMemory, png: Any) -> None:
     def picture() -> list[Any]:
         """Return a caption and an image."""
         return [TextBlock(text="caption " * 600), ImageBlock(image=png())]
