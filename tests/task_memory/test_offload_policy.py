@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from offprompt.artifacts import BlobArtifact
+from offprompt.artifacts import BlobArtifact, TextArtifact
 from offprompt.errors import ValidationError
 from offprompt.names import validate_namespace
 from offprompt.render.references import find_references
@@ -202,3 +202,19 @@ def test_decide_and_offload_content_cover_every_kind_of_block() -> None:
     assert failure_text(failed.value).startswith(
         "Error: the image/png output of tool could not be stored off-prompt"
     )
+
+
+def test_a_tool_output_with_lone_surrogates_is_stored_escaped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    raw = (b"sensor \xff reading\n" * 300).decode("utf-8", "surrogateescape")
+    memory = TaskMemory(index="sync")
+    with caplog.at_level(logging.WARNING, logger="offprompt"):
+        out = OffloadPolicy(memory, min_tokens=50).offload("probe", raw)
+    assert out.reference is not None and "lone surrogates" in caplog.text
+    (stored,) = memory.load_artifacts(out.reference.namespace).value
+    assert stored.value == raw.replace("\udcff", "\\udcff")
+    with pytest.raises(ValidationError, match="lone surrogate"):
+        TextArtifact(raw)  # given by the caller: refused

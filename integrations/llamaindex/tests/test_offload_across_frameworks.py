@@ -415,3 +415,47 @@ def test_a_failed_store_shows_the_same_failure_text_in_every_adapter() -> None:
     assert lc_message.content.startswith(expected[:60])
     assert lc_message.content == mw_message.content == li_output.content
     assert LOGS[:100] not in lc_message.content
+
+
+# -- 5. lone surrogates in a tool output: one rule ----------------------------------------
+
+RAW_LOG = (b"boot ok\nsensor \xff\xfe garbage\n" * 400).decode("utf-8", "surrogateescape")
+ESCAPED_LOG = RAW_LOG.replace("\udcff\udcfe", "\\udcff\\udcfe")
+
+
+def read_raw_log(path: str) -> str:
+    """Read a log file that is not valid UTF-8."""
+    return RAW_LOG
+
+
+def _stored_text(memory: TaskMemory, text: str) -> str:
+    found = REFERENCE_PATTERN.search(text)
+    assert found, text[:200]
+    return str(memory.load_artifacts(found["namespace"]).value[0].value)
+
+
+async def test_a_tool_output_with_lone_surrogates_is_stored_escaped_in_every_adapter() -> None:
+    memory = TaskMemory(index="sync")
+    seen: dict[str, str] = {}
+    model = ScriptedChatModel(script=[lc_tool_call("read_raw_log", {"path": "/x"}), "ok"])
+    tool = offprompt_langchain.offprompt_tool(langchain_tool(read_raw_log), memory, min_tokens=200)
+    agent = create_agent(model, [tool])
+    state = agent.invoke({"messages": [HumanMessage("Read it.")]})
+    (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    seen["offprompt_tool"] = str(message.content)
+    model = ScriptedChatModel(script=[lc_tool_call("read_raw_log", {"path": "/x"}), "ok"])
+    agent = create_agent(
+        model,
+        [langchain_tool(read_raw_log)],
+        middleware=[OffpromptMiddleware(memory, min_tokens=200, memory_tools=False)],
+    )
+    state = agent.invoke({"messages": [HumanMessage("Read it.")]})
+    (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    seen["middleware"] = str(message.content)
+    llm = ScriptedFunctionLLM(script=[li_tool_call("read_raw_log", "c1", path="/x"), "ok"])
+    li_tool = offprompt_llamaindex.offprompt_tool(read_raw_log, memory, min_tokens=200)
+    await FunctionAgent(tools=[li_tool], llm=llm).run("Read it.")
+    seen["llamaindex"] = llm.calls[-1][-1].content or ""
+    for where, text in seen.items():
+        assert text.startswith('Output of "read_raw_log.call" was stored'), where
+        assert _stored_text(memory, text) == ESCAPED_LOG, where

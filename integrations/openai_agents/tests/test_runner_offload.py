@@ -129,3 +129,39 @@ async def test_small_outputs_and_sessions_without_task_memory_pass_through(make_
     await offloading.add_items([small])
     assert await offloading.get_items() == [small]
     assert offloading.memory.messages()[0].meta.get(OFFLOAD_META) is None
+
+
+BROKEN_LOG = (b"boot ok\nsensor \xff\xfe garbage\n" * 400).decode("utf-8", "surrogateescape")
+
+
+@function_tool
+def read_raw_log() -> str:
+    """Read a log file that is not valid UTF-8."""
+    return BROKEN_LOG
+
+
+async def test_lone_surrogates_in_a_run_are_escaped_and_flagged_not_refused(
+    make_session: Any,
+) -> None:
+    """The one rule for text arriving inside an agent run: the session stores it escaped
+    and flagged (as the LangChain middleware and the LlamaIndex memory do), the run goes on."""
+    from offprompt._validation import ESCAPED_SURROGATES_META
+
+    task_memory = TaskMemory(index="sync")
+    session = make_session("raw-1", task_memory=task_memory, min_tokens=200)
+    model = ScriptedModel([[function_call("read_raw_log", call_id="call_raw")], "Read it."])
+    agent = Agent(name="ops", model=model, tools=[read_raw_log])
+    config = RunConfig(call_model_input_filter=session.model_input_filter)
+    result = await Runner.run(agent, "Read the raw log \ud83d.", session=session, run_config=config)
+    assert result.final_output == "Read it."
+    items = await session.get_items()
+    assert items[0]["content"] == "Read the raw log \\ud83d."
+    output = next(i for i in items if i.get("type") == "function_call_output")
+    assert "\udcff" not in output["output"] and "stored in memory" in output["output"]
+    namespace = re.search(r'artifact_namespace "([^"]+)"', output["output"])
+    assert namespace is not None
+    loaded = task_memory.load_artifacts(namespace.group(1)).value[0].value
+    assert loaded == BROKEN_LOG.replace("\udcff\udcfe", "\\udcff\\udcfe")
+    records = session._memory(None).stored()
+    flagged = [r.message.meta.get(ESCAPED_SURROGATES_META, False) for r in records]
+    assert flagged[0] is True and flagged[1] is False  # the user's message; the call

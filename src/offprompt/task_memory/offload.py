@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from offprompt._validation import escape_in_run
 from offprompt.artifacts import (
     BlobArtifact,
     ErrorArtifact,
@@ -379,7 +380,8 @@ class OffloadPolicy:
 
         Args:
             tool_name: The tool that produced it (named in the reference).
-            output: Its text, exactly as it should load back.
+            output: Its text, exactly as it should load back (a lone surrogate, not
+                valid Unicode, is stored as its ``\\udXXX`` escape and logged).
             call_id: The tool call's id (part of the namespace, for tracing).
             is_error: ``output`` is the tool's error message.
             sensitive: Overrides the policy's ``sensitive`` for this call.
@@ -390,6 +392,8 @@ class OffloadPolicy:
         """
         if not isinstance(output, str):
             raise ValidationError(f"output must be a str, got {type(output).__name__}")
+        # A tool output arrives inside an agent run: lone surrogates are escaped, not refused.
+        output, _ = escape_in_run(output, what=f"the output of tool {tool_name!r}")
         secret = self.sensitive if sensitive is None else bool(sensitive)
         if not output or output.isspace():  # isspace stops at the first other character
             return Offloaded(output, None)

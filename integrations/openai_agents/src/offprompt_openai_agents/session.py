@@ -46,6 +46,7 @@ from agents.memory.session_settings import (
 from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 
+from offprompt._validation import ESCAPED_SURROGATES_META, escape_in_run
 from offprompt.conversation import ConversationMemory
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import StorageError, ValidationError
@@ -267,7 +268,12 @@ class OffpromptSession:
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
     ) -> None:
         """Store ``items`` in order, in one transaction (all converted, and large outputs
-        offloaded, before anything is written: bad input stores nothing)."""
+        offloaded, before anything is written: bad input stores nothing).
+
+        An item holding lone surrogates (invalid Unicode) is stored with each written as
+        its ``\\udXXX`` escape, flagged in ``meta["offprompt_escaped_surrogates"]`` and
+        logged, not refused: the run goes on, as without offprompt.
+        """
         memory = self._memory(wrapper)
         if isinstance(items, (str, bytes, dict)) or not isinstance(items, Sequence):
             raise ValidationError(f"add_items takes a list of items, got {type(items).__name__}")
@@ -349,7 +355,14 @@ class OffpromptSession:
         return items[-limit:] if limit is not None else items
 
     def _add(self, memory: ConversationMemory, items: list[Any]) -> None:
+        # Items arrive inside an agent run: lone surrogates are escaped and flagged, not
+        # refused (the core's rule, escape_in_run), so the run goes on.
+        escaped = [escape_in_run(item, what=f"session item {i}") for i, item in enumerate(items)]
+        items = [item for item, _ in escaped]
         messages = messages_from_items(items)
+        for message, (_, changed) in zip(messages, escaped, strict=True):
+            if changed:
+                message.meta[ESCAPED_SURROGATES_META] = True
         if self.policy is not None:
             messages = self._offload(memory, items, messages)
         memory.add_messages(messages)
@@ -379,7 +392,9 @@ class OffpromptSession:
 
     def _offload_one(self, name: str, output: str, call_id: Any) -> Offloaded:
         assert self.policy is not None
-        key = (str(call_id), hashlib.sha256(output.encode("utf-8")).hexdigest())
+        # surrogatepass: an output holding lone surrogates still has a key (it is stored
+        # with them escaped, the core's rule for text arriving inside a run).
+        key = (str(call_id), hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest())
         with self._lock:
             known = self._offloads.get(key)
         if known is not None:
