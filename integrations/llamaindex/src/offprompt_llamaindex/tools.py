@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.llms.types import AudioBlock, DocumentBlock, ImageBlock, TextBlock
@@ -49,23 +48,23 @@ __all__ = ["ACTIVITY", "OffpromptTool", "TaskMemoryToolSpec", "offprompt_tool"]
 
 
 def _binary_of(block: Any) -> ToolContent | None:
-    """An image, audio or document block holding its bytes (inline or in a local file)."""
+    """An image, audio or document block holding its bytes inline, else ``None``.
+
+    A block that only names a URL or a path holds nothing to store: it passes through,
+    never downloaded or read (as in the LlamaIndex memory).
+    """
     data: Any
-    path: Any
     if isinstance(block, ImageBlock):
-        data, path, mime_type = block.image, block.path, block.image_mimetype or "image/png"
+        data, mime_type = block.image, block.image_mimetype or "image/png"
     elif isinstance(block, AudioBlock):
-        data, path, mime_type = block.audio, block.path, f"audio/{block.format or 'wav'}"
+        data, mime_type = block.audio, f"audio/{block.format or 'wav'}"
     elif isinstance(block, DocumentBlock):
-        data, path = block.data, block.path
-        mime_type = block.document_mimetype or "application/octet-stream"
+        data, mime_type = block.data, block.document_mimetype or "application/octet-stream"
     else:
         return None
     if isinstance(data, (bytes, bytearray)) and data:
         return ToolContent.of_base64(bytes(data).decode("ascii"), mime_type)
-    if path is not None and Path(path).is_file():
-        return ToolContent.of_bytes(Path(path).read_bytes(), mime_type)
-    return None  # only a URL: nothing here to store
+    return None
 
 
 def content_blocks(output: ToolOutput) -> tuple[list[ToolContent], list[list[int]]]:
@@ -74,7 +73,8 @@ def content_blocks(output: ToolOutput) -> tuple[list[ToolContent], list[list[int
     Returns the blocks and, parallel to them, the indices of the output blocks each
     stands for: the ``TextBlock`` s are one text block, joined (as LangChain's text
     parts are); an ``ImageBlock``, ``AudioBlock`` or ``DocumentBlock`` holding its
-    bytes is binary (stored as a blob); other blocks pass through unchanged.
+    bytes inline is binary (stored as a blob); other blocks (a URL or a path only
+    among them) pass through unchanged.
     """
     texts = [i for i, b in enumerate(output.blocks) if isinstance(b, TextBlock)]
     blocks: list[ToolContent] = []
