@@ -207,6 +207,7 @@ EXPORTS: dict[str, set[str]] = {
         "Analyzer",
         "BM25SparseEncoder",
         "BM25WordEncoder",
+        "CheckedEmbedder",
         "Embedder",
         "HashingEmbedder",
         "Hit",

@@ -1,6 +1,8 @@
-"""Lone surrogates (invalid Unicode) get one rule everywhere: refused with a clear
-ValidationError naming where (issue 14 item 3). The middleware and the LlamaIndex memory,
-which sit inside agent runs, escape and flag instead; they are tested with the adapters."""
+"""Lone surrogates (invalid Unicode) get one rule: text given by the caller is refused
+with a clear ValidationError naming where (issue 14 item 3); text arriving inside an agent
+run (tool outputs through the offload policy, messages recorded by the middleware, the
+LlamaIndex memory and the OpenAI Agents session) is escaped and flagged by
+``escape_in_run``; those are tested with the adapters."""
 
 from __future__ import annotations
 

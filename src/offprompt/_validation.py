@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import reprlib
 import unicodedata
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -35,9 +36,19 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def lone_surrogate_error(text: str, *, what: str) -> ValidationError | None:
     """The error to raise if ``text`` holds a lone surrogate, else ``None``.
 
-    offprompt's one rule for such text, at every entry point (messages, artifacts, tool
-    calls, metadata, state, session ids, importers, adapters): refuse it, naming where,
-    rather than store an altered copy or fail later inside a store or tokenizer.
+    offprompt's one rule for lone surrogates, by where the text enters:
+
+    * **Given by the caller** (messages, artifacts, tool calls, metadata, state, session
+      ids, importers, the converters ``message_from_*``, stores, the CLI): refused with
+      this error, naming where, rather than stored altered or failing later inside a
+      store or tokenizer. The caller can fix it.
+    * **Arriving inside an agent run** (a tool output going through the offload policy
+      in any adapter or the MCP proxy; a message recorded by the LangChain middleware,
+      the LlamaIndex memory or the OpenAI Agents session): escaped by
+      :func:`escape_in_run`, because refusing would crash a run that works without
+      offprompt. Each lone surrogate is stored as its ``\\udXXX`` escape, visibly,
+      the message flagged in ``meta["offprompt_escaped_surrogates"]`` and a warning
+      logged: altered, never silently.
     """
     if text.isascii():
         return None
@@ -85,9 +96,8 @@ ESCAPED_SURROGATES_META = "offprompt_escaped_surrogates"
 def escape_lone_surrogates(value: Any) -> Any:
     """``value`` with each lone surrogate written as its ``\\udXXX`` escape (visible text).
 
-    Only for callers that must not refuse (the LangChain middleware inside an agent
-    run); they mark what they escaped. Strings inside lists, tuples and dicts are
-    rewritten; other values are returned as they are.
+    The escaping of :func:`escape_in_run` (which also logs it): strings inside lists,
+    tuples and dicts are rewritten; other values are returned as they are.
     """
     if isinstance(value, str):
         if value.isascii() or not _LONE_SURROGATE.search(value):
@@ -98,6 +108,31 @@ def escape_lone_surrogates(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(escape_lone_surrogates(v) for v in value)
     return value
+
+
+_T = TypeVar("_T")
+
+_logger = logging.getLogger("offprompt")
+
+
+def escape_in_run(value: _T, *, what: str) -> tuple[_T, bool]:
+    """The lone-surrogate rule for text that arrives inside an agent run: escape, log.
+
+    Returns ``value`` with each lone surrogate written as its ``\\udXXX`` escape (see
+    :func:`escape_lone_surrogates`) and whether any was; a warning naming ``what`` is
+    logged when one was. The callers flag what they store
+    (:data:`ESCAPED_SURROGATES_META`). Text given by a caller is refused instead
+    (:func:`lone_surrogate_error` says the whole rule).
+    """
+    if not has_lone_surrogate(value):
+        return value, False
+    _logger.warning(
+        "%s holds lone surrogates (invalid Unicode); offprompt stores it with them "
+        "escaped as \\udXXX (meta[%r])",
+        what,
+        ESCAPED_SURROGATES_META,
+    )
+    return escape_lone_surrogates(value), True
 
 
 def _shown(value: Any) -> str:

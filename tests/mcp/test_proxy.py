@@ -251,7 +251,7 @@ async def test_structured_output_stays_and_images_become_blobs_with_a_card(home)
         bad = await session.call_tool("bad_image", {})
         assert wire(bad)["isError"] and not stored_references(bad)
         assert text_of(bad) == (
-            "offprompt mcp proxy: the result of 'bad_image' could not be stored off-prompt: "
+            "Error: the image/png output of bad_image could not be stored off-prompt: "
             "its image/png content is not valid base64"
         )
     upstream = load_upstream()

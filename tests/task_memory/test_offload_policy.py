@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
-from offprompt.artifacts import BlobArtifact
+from offprompt.artifacts import BlobArtifact, TextArtifact
 from offprompt.errors import ValidationError
 from offprompt.names import validate_namespace
 from offprompt.render.references import find_references
@@ -16,6 +18,7 @@ from offprompt.task_memory.offload import (
     OffloadPolicy,
     StoredReference,
     bound_text,
+    failure_text,
 )
 
 LOG = "".join(f"line {i}: request {i} served in {i % 90} ms\n" for i in range(2000))
@@ -152,3 +155,66 @@ def test_bound_text_never_exceeds_the_bound(memory: TaskMemory) -> None:
             cut = bound_text(text, bound, tokenizer, "; read less")
             assert tokenizer.count(cut) <= bound and cut.startswith(text[:3])
             assert cut.endswith("; read less]" if bound >= 50 else "[... cut]")
+
+
+def test_decide_and_offload_content_cover_every_kind_of_block() -> None:
+    import io
+    import random
+
+    from PIL import Image
+
+    from offprompt.artifacts import ImageArtifact
+    from offprompt.task_memory.offload import ToolContent, binary_tokens
+
+    buffer = io.BytesIO()
+    Image.frombytes("RGB", (64, 64), random.Random(3).randbytes(64 * 64 * 3)).save(
+        buffer, format="PNG"
+    )
+    png = buffer.getvalue()
+    memory = TaskMemory(index="sync")
+    policy = OffloadPolicy(memory, min_tokens=300)
+    assert policy.decide("text", 299) is False and policy.decide("json", 300) is True
+    assert policy.decide("image", 3 * 299) is False and policy.decide("blob", 3 * 300) is True
+    assert policy.decide("image", 0, sensitive=True) is False
+    assert policy.decide("blob", 1, sensitive=True) is True
+    assert binary_tokens(7) == 3
+    with pytest.raises(ValidationError, match="kind"):
+        policy.decide("video", 10)  # type: ignore[arg-type]
+    blocks = [
+        ToolContent.of_text("a short caption"),
+        ToolContent.of_json({"rows": list(range(500))}),
+        ToolContent.of_bytes(png, "image/png"),
+        ToolContent.of_base64(base64.b64encode(b"\x00" * 4000).decode(), "application/zip"),
+        ToolContent.of_bytes(b"tiny", "image/png"),
+    ]
+    caption, rows, image, archive, tiny = policy.offload_content("tool", blocks, call_id="c1")
+    assert caption.reference is None and tiny.reference is None
+    assert rows.reference is not None and rows.reference.kind == "json"
+    assert image.reference is not None and image.reference.kind == "image"
+    assert "image/png, 64x64 pixels: kept in the blob store" in image.text
+    assert archive.reference is not None and "application/zip: kept" in archive.text
+    (stored,) = memory.load_artifacts(image.reference.namespace).value
+    assert isinstance(stored, ImageArtifact) and bytes(stored.value) == png
+    (zipped,) = memory.load_artifacts(archive.reference.namespace).value
+    assert isinstance(zipped, BlobArtifact) and bytes(zipped.value) == b"\x00" * 4000
+    with pytest.raises(OffloadError, match="not valid base64") as failed:
+        policy.offload_content("tool", [ToolContent.of_base64("*" * 4000, "image/png")])
+    assert failure_text(failed.value).startswith(
+        "Error: the image/png output of tool could not be stored off-prompt"
+    )
+
+
+def test_a_tool_output_with_lone_surrogates_is_stored_escaped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    raw = (b"sensor \xff reading\n" * 300).decode("utf-8", "surrogateescape")
+    memory = TaskMemory(index="sync")
+    with caplog.at_level(logging.WARNING, logger="offprompt"):
+        out = OffloadPolicy(memory, min_tokens=50).offload("probe", raw)
+    assert out.reference is not None and "lone surrogates" in caplog.text
+    (stored,) = memory.load_artifacts(out.reference.namespace).value
+    assert stored.value == raw.replace("\udcff", "\\udcff")
+    with pytest.raises(ValidationError, match="lone surrogate"):
+        TextArtifact(raw)  # given by the caller: refused

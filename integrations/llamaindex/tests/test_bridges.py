@@ -8,11 +8,14 @@ own ``MockEmbedding`` and ``MockLLM``, and ``offprompt_llamaindex.testing.Script
 from __future__ import annotations
 
 import asyncio
+import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from offprompt_llamaindex import (
@@ -26,7 +29,7 @@ from offprompt.errors import ValidationError
 from offprompt.messages import Message, ToolCall
 from offprompt.summarizers import Summarizer, TextSummarizer
 from offprompt.tokens import default_tokenizer
-from offprompt.vectors.embedders import Embedder, HashingEmbedder
+from offprompt.vectors.embedders import CheckedEmbedder, Embedder, HashingEmbedder
 
 # -- LlamaIndexEmbedder ----------------------------------------------------------------------
 
@@ -69,8 +72,68 @@ def test_embedder_checks_input_and_output(counting_embedding: Any) -> None:
     with pytest.raises(ValidationError, match="one str"):
         LlamaIndexEmbedder(counting_embedding).embed_documents("abc")
     wrong = LlamaIndexEmbedder(counting_embedding, dimensions=4)
-    with pytest.raises(ValidationError, match="8 dimensions; expected 4"):
+    with pytest.raises(ValidationError, match="8 dimensions, expected 4"):
         wrong.embed_query("a")
+
+
+class NaNEmbedding(BaseEmbedding):
+    """A real ``BaseEmbedding`` whose third value of every vector is ``bad``."""
+
+    bad: float = math.nan
+
+    def _vector(self) -> list[float]:
+        return [0.5, 0.25, self.bad, 1.0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector()
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector()
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return self._vector()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+async def test_embedder_refuses_nan_and_infinity_naming_embedder_and_position(bad: float) -> None:
+    embedder = LlamaIndexEmbedder(NaNEmbedding(bad=bad))
+    for attempt in (
+        lambda: embedder.embed_documents(["a", "b"]),
+        lambda: embedder.embed_query("a"),
+    ):
+        with pytest.raises(ValidationError, match="NaN or infinity") as info:
+            attempt()
+        assert "NaNEmbedding" in str(info.value) and "position 2" in str(info.value)
+    for coroutine in (embedder.aembed_documents(["a"]), embedder.aembed_query("a")):
+        with pytest.raises(ValidationError, match="position 2"):
+            await coroutine
+
+
+async def test_embedder_async_path_learns_dimensions_without_a_probe(
+    counting_embedding: Any,
+) -> None:
+    embedder = LlamaIndexEmbedder(counting_embedding)
+    assert await embedder.aembed_documents(["ab", "gg"]) == [
+        [1, 1, 0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0, 2, 0],
+    ]
+    assert counting_embedding.used == ["async-text", "async-text"]  # the texts, no probe
+    assert embedder.dimensions == 8 and len(counting_embedding.used) == 2
+    fresh = LlamaIndexEmbedder(type(counting_embedding)())
+    assert fresh.embed_documents(["h"]) == [[0, 0, 0, 0, 0, 0, 0, 1]]
+    assert fresh.embed_model.used == ["sync-text"]  # the sync path spends no probe either
+
+
+def test_embedder_concurrent_first_use_agrees_on_dimensions() -> None:
+    embedder = LlamaIndexEmbedder(MockEmbedding(embed_dim=32))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda i: embedder.embed_documents([f"text {i}"] * 5), range(32)))
+    assert all(len(v) == 32 for batch in results for v in batch)
+    assert embedder.dimensions == 32
+    assert isinstance(embedder, CheckedEmbedder)
 
 
 # -- OffpromptEmbedding ---------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -24,7 +25,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import ToolException
 from langchain_core.tools import tool as langchain_tool
 from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.base.llms.types import ImageBlock, TextBlock
 from llama_index.core.llms import ChatMessage
+from llama_index.core.tools import FunctionTool
 from offprompt_langchain import OffpromptMiddleware, task_memory_tools
 from offprompt_langchain.testing import ScriptedChatModel
 from offprompt_langchain.testing import tool_call as lc_tool_call
@@ -32,9 +35,9 @@ from offprompt_llamaindex import TaskMemoryToolSpec
 from offprompt_llamaindex.testing import ScriptedFunctionLLM, text_of
 from offprompt_llamaindex.testing import tool_call as li_tool_call
 
-from offprompt.artifacts import TextArtifact
+from offprompt.artifacts import BlobArtifact, ImageArtifact, TextArtifact
 from offprompt.render.references import REFERENCE_PATTERN
-from offprompt.task_memory import TaskMemory
+from offprompt.task_memory import BlobArtifactStorage, InMemoryBlobStore, TaskMemory
 from offprompt.task_memory.offload import OffloadPolicy, StoredReference
 from offprompt.task_memory.tools import MEMORY_TOOL_NAMES
 
@@ -254,3 +257,205 @@ async def test_function_agent_reads_the_card_and_picks_its_tool() -> None:
     for call in llm.calls:
         assert len(text_of(call)) < 20_000 and LOGS[:2000] not in text_of(call)
     assert memory.wait_indexed(timeout=60)
+
+
+# -- 3. the same arguments for the memory tools ------------------------------------------
+
+
+async def test_tool_spec_takes_several_memories_and_summary_tokens_like_task_memory_tools() -> None:
+    first, second = TaskMemory(name="first", index="sync"), TaskMemory(name="second", index="sync")
+    first.process_output("fetch_logs", "call", TextArtifact(LOGS, name="logs-1"))
+    second.process_output("fetch_report", "call", TextArtifact(REPORT, name="report-1"))
+    langchain = task_memory_tools([first, second], summary_tokens=60)
+    spec = TaskMemoryToolSpec([first, second], summary_tokens=60)
+    assert spec.task_memories == [first, second]
+    llamaindex = spec.to_tool_list()
+    summary = {"memory_name": "second", "artifact_namespace": "report-1"}
+    lc_summary = langchain[4].invoke(
+        {"type": "tool_call", "id": "s", "name": "summarize_memory", "args": summary}
+    )
+    li_summary = llamaindex[4].call(**summary)
+    assert not li_summary.is_error and lc_summary.content == li_summary.content
+    default = TaskMemoryToolSpec([first, second]).to_tool_list()[4].call(**summary)
+    assert memory_tokens(li_summary.content) <= 80 < memory_tokens(default.content)
+    # A FunctionAgent reaches both memories through the one spec.
+    llm = ScriptedFunctionLLM(
+        script=[
+            li_tool_call(
+                "grep_memory",
+                "g1",
+                memory_name="first",
+                artifact_namespace="logs-1",
+                pattern=NEEDLE,
+            ),
+            li_tool_call("summarize_memory", "s1", **summary),
+            "done",
+        ]
+    )
+    await FunctionAgent(tools=llamaindex, llm=llm).run("Read both.")
+    tool_answers = [m.content or "" for m in llm.calls[-1] if m.role.value == "tool"]
+    assert "upstream timeout" in tool_answers[0]
+    assert tool_answers[1] == li_summary.content
+
+
+def memory_tokens(text: str) -> int:
+    return TaskMemory().tokenizer.count(text)
+
+
+# -- 4. images and failures: one rule in every adapter -------------------------------------
+
+
+def _noise_png(side: int = 96) -> bytes:
+    """A PNG that does not compress (noise), so it is large."""
+    import io
+    import random
+
+    from PIL import Image
+
+    pixels = random.Random(7).randbytes(side * side * 3)
+    buffer = io.BytesIO()
+    Image.frombytes("RGB", (side, side), pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+PNG = _noise_png()
+PNG_B64 = base64.b64encode(PNG).decode("ascii")
+BLOB_LINE = "image/png, 96x96 pixels: kept in the blob store, not shown here."
+
+
+def render_chart(metric: str) -> list[Any]:
+    """Render the chart of a metric."""
+    return [
+        {"type": "text", "text": f"Chart of {metric}:"},
+        {"type": "image", "base64": PNG_B64, "mime_type": "image/png"},
+    ]
+
+
+def li_render_chart(metric: str) -> list[Any]:
+    """Render the chart of a metric."""
+    return [TextBlock(text=f"Chart of {metric}:"), ImageBlock(image=PNG)]
+
+
+def _stored_image(memory: TaskMemory, reference: StoredReference) -> bytes:
+    (stored,) = memory.load_artifacts(reference.namespace).value
+    assert isinstance(stored, ImageArtifact) and stored.mime_type == "image/png"
+    return bytes(stored.value)
+
+
+@pytest.mark.parametrize("wrap", ["offprompt_tool", "middleware"])
+def test_create_agent_stores_a_tool_image_as_a_blob_not_as_text(wrap: str) -> None:
+    memory = TaskMemory(index="sync")
+    chart = langchain_tool(render_chart)
+    model = ScriptedChatModel(script=[lc_tool_call("render_chart", {"metric": "p95"}), "ok"])
+    if wrap == "offprompt_tool":
+        agent = create_agent(
+            model, [offprompt_langchain.offprompt_tool(chart, memory, min_tokens=200)]
+        )
+    else:
+        agent = create_agent(
+            model, [chart], middleware=[OffpromptMiddleware(memory, min_tokens=200)]
+        )
+    state = agent.invoke({"messages": [HumanMessage("Show p95.")]})
+    (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert message.content[0] == {"type": "text", "text": "Chart of p95:"}  # small: inline
+    (block,) = message.content[1:]
+    assert block["type"] == "text" and block["text"].endswith(BLOB_LINE)
+    reference = StoredReference.from_artifact(message.artifact)
+    assert reference is not None and reference.kind == "image" and reference.bytes == len(PNG)
+    assert _stored_image(memory, reference) == PNG
+    assert all(PNG_B64[:200] not in str(m.content) for call in model.calls for m in call)
+
+
+async def test_function_agent_stores_a_tool_image_as_a_blob_like_langchain() -> None:
+    memory = TaskMemory(index="sync")
+    tool = offprompt_llamaindex.offprompt_tool(
+        FunctionTool.from_defaults(fn=li_render_chart, name="render_chart"), memory, min_tokens=200
+    )
+    llm = ScriptedFunctionLLM(script=[li_tool_call("render_chart", "c1", metric="p95"), "ok"])
+    await FunctionAgent(tools=[tool], llm=llm).run("Show p95.")
+    seen = llm.calls[-1][-1]
+    assert seen.role.value == "tool" and BLOB_LINE in (seen.content or "")
+    assert not any(isinstance(b, ImageBlock) for m in llm.calls[-1] for b in m.blocks)
+    output = tool.call(metric="p95")
+    assert [type(b) for b in output.blocks] == [TextBlock, TextBlock]
+    assert output.blocks[0].text == "Chart of p95:"
+    reference = StoredReference.from_artifact(output.raw_output)
+    assert reference is not None and reference.kind == "image" and reference.bytes == len(PNG)
+    assert _stored_image(memory, reference) == PNG
+    # The same reference text as LangChain's (namespace aside).
+    lc = offprompt_langchain.offprompt_tool(langchain_tool(render_chart), memory, min_tokens=200)
+    lc_message = lc.invoke(lc_tool_call("render_chart", {"metric": "p95"}).tool_calls[0])
+    lc_ref = StoredReference.from_artifact(lc_message.artifact)
+    assert lc_ref is not None
+    assert _without_namespace(lc_message.content[1]["text"], lc_ref) == _without_namespace(
+        output.blocks[1].text, reference
+    )
+
+
+def test_a_failed_store_shows_the_same_failure_text_in_every_adapter() -> None:
+    blobs_only = TaskMemory(storages={BlobArtifact: BlobArtifactStorage(InMemoryBlobStore())})
+    expected = (
+        "Error: the output of fetch_logs could not be stored off-prompt: "
+        "no storage for TextArtifact"
+    )
+    lc = offprompt_langchain.offprompt_tool(langchain_tool(fetch_logs), blobs_only, min_tokens=0)
+    lc_message = lc.invoke(lc_tool_call("fetch_logs", {"night": "mon"}).tool_calls[0])
+    li_output = offprompt_llamaindex.offprompt_tool(fetch_logs, blobs_only, min_tokens=0).call(
+        night="mon"
+    )
+    model = ScriptedChatModel(script=[lc_tool_call("fetch_logs", {"night": "mon"}), "ok"])
+    agent = create_agent(
+        model,
+        [langchain_tool(fetch_logs)],
+        middleware=[OffpromptMiddleware(blobs_only, min_tokens=0)],
+    )
+    state = agent.invoke({"messages": [HumanMessage("Logs?")]})
+    (mw_message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert lc_message.status == mw_message.status == "error" and li_output.is_error
+    assert lc_message.content.startswith(expected[:60])
+    assert lc_message.content == mw_message.content == li_output.content
+    assert LOGS[:100] not in lc_message.content
+
+
+# -- 5. lone surrogates in a tool output: one rule ----------------------------------------
+
+RAW_LOG = (b"boot ok\nsensor \xff\xfe garbage\n" * 400).decode("utf-8", "surrogateescape")
+ESCAPED_LOG = RAW_LOG.replace("\udcff\udcfe", "\\udcff\\udcfe")
+
+
+def read_raw_log(path: str) -> str:
+    """Read a log file that is not valid UTF-8."""
+    return RAW_LOG
+
+
+def _stored_text(memory: TaskMemory, text: str) -> str:
+    found = REFERENCE_PATTERN.search(text)
+    assert found, text[:200]
+    return str(memory.load_artifacts(found["namespace"]).value[0].value)
+
+
+async def test_a_tool_output_with_lone_surrogates_is_stored_escaped_in_every_adapter() -> None:
+    memory = TaskMemory(index="sync")
+    seen: dict[str, str] = {}
+    model = ScriptedChatModel(script=[lc_tool_call("read_raw_log", {"path": "/x"}), "ok"])
+    tool = offprompt_langchain.offprompt_tool(langchain_tool(read_raw_log), memory, min_tokens=200)
+    agent = create_agent(model, [tool])
+    state = agent.invoke({"messages": [HumanMessage("Read it.")]})
+    (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    seen["offprompt_tool"] = str(message.content)
+    model = ScriptedChatModel(script=[lc_tool_call("read_raw_log", {"path": "/x"}), "ok"])
+    agent = create_agent(
+        model,
+        [langchain_tool(read_raw_log)],
+        middleware=[OffpromptMiddleware(memory, min_tokens=200, memory_tools=False)],
+    )
+    state = agent.invoke({"messages": [HumanMessage("Read it.")]})
+    (message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    seen["middleware"] = str(message.content)
+    llm = ScriptedFunctionLLM(script=[li_tool_call("read_raw_log", "c1", path="/x"), "ok"])
+    li_tool = offprompt_llamaindex.offprompt_tool(read_raw_log, memory, min_tokens=200)
+    await FunctionAgent(tools=[li_tool], llm=llm).run("Read it.")
+    seen["llamaindex"] = llm.calls[-1][-1].content or ""
+    for where, text in seen.items():
+        assert text.startswith('Output of "read_raw_log.call" was stored'), where
+        assert _stored_text(memory, text) == ESCAPED_LOG, where

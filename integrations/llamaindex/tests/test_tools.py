@@ -261,7 +261,7 @@ async def test_context_is_injected_through_the_wrapper(memory: TaskMemory) -> No
     assert "stored in memory" in (llm.calls[1][-1].content or "")
 
 
-def test_non_text_blocks_pass_through(memory: TaskMemory, png: Any) -> None:
+def test_small_non_text_blocks_pass_through(memory: TaskMemory, png: Any) -> None:
     def picture() -> list[Any]:
         """Return a caption and an image."""
         return [TextBlock(text="caption " * 600), ImageBlock(image=png())]
@@ -363,3 +363,30 @@ def test_tool_spec_bad_arguments(memory: TaskMemory) -> None:
         TaskMemoryToolSpec(object())  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="max_output_tokens"):
         TaskMemoryToolSpec(memory, max_output_tokens=0)
+
+
+def test_large_documents_are_blobs_and_url_images_pass_through(memory: TaskMemory) -> None:
+    from llama_index.core.base.llms.types import DocumentBlock
+
+    from offprompt.artifacts import BlobArtifact
+    from offprompt.task_memory.offload import StoredReference
+
+    pdf = b"%PDF-1.7\n" + bytes(range(256)) * 40
+
+    def attachments() -> list[Any]:
+        """Return a document and a linked image."""
+        return [
+            DocumentBlock(data=pdf, document_mimetype="application/pdf"),
+            ImageBlock(url="https://example.invalid/chart.png"),
+        ]
+
+    out = offprompt_tool(attachments, memory, min_tokens=100).call()
+    first, second = out.blocks
+    assert isinstance(first, TextBlock) and first.text.endswith(
+        "application/pdf: kept in the blob store, not shown here."
+    )
+    assert isinstance(second, ImageBlock) and second.url is not None  # never downloaded
+    reference = StoredReference.from_artifact(out.raw_output)
+    assert reference is not None and reference.bytes == len(pdf)
+    (stored,) = memory.load_artifacts(reference.namespace).value
+    assert isinstance(stored, BlobArtifact) and bytes(stored.value) == pdf

@@ -5,15 +5,17 @@ which is how these tests prove what reached "the model"."""
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
 import pytest
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, RunConfig, Runner, ToolOutputImage, ToolOutputText, function_tool
 from agents_testing import RUNNER_METHODS, run_agent
 from offprompt_openai_agents import OFFLOAD_META, memory_tools
 from offprompt_openai_agents.testing import ScriptedModel, function_call
 
+from offprompt.artifacts import ImageArtifact
 from offprompt.task_memory import TaskMemory
 
 NEEDLE = "ERROR disk full on node 7"
@@ -129,3 +131,84 @@ async def test_small_outputs_and_sessions_without_task_memory_pass_through(make_
     await offloading.add_items([small])
     assert await offloading.get_items() == [small]
     assert offloading.memory.messages()[0].meta.get(OFFLOAD_META) is None
+
+
+BROKEN_LOG = (b"boot ok\nsensor \xff\xfe garbage\n" * 400).decode("utf-8", "surrogateescape")
+
+
+@function_tool
+def read_raw_log() -> str:
+    """Read a log file that is not valid UTF-8."""
+    return BROKEN_LOG
+
+
+async def test_lone_surrogates_in_a_run_are_escaped_and_flagged_not_refused(
+    make_session: Any,
+) -> None:
+    """The one rule for text arriving inside an agent run: the session stores it escaped
+    and flagged (as the LangChain middleware and the LlamaIndex memory do), the run goes on."""
+    from offprompt._validation import ESCAPED_SURROGATES_META
+
+    task_memory = TaskMemory(index="sync")
+    session = make_session("raw-1", task_memory=task_memory, min_tokens=200)
+    model = ScriptedModel([[function_call("read_raw_log", call_id="call_raw")], "Read it."])
+    agent = Agent(name="ops", model=model, tools=[read_raw_log])
+    config = RunConfig(call_model_input_filter=session.model_input_filter)
+    result = await Runner.run(agent, "Read the raw log \ud83d.", session=session, run_config=config)
+    assert result.final_output == "Read it."
+    items = await session.get_items()
+    assert items[0]["content"] == "Read the raw log \\ud83d."
+    output = next(i for i in items if i.get("type") == "function_call_output")
+    assert "\udcff" not in output["output"] and "stored in memory" in output["output"]
+    namespace = re.search(r'artifact_namespace "([^"]+)"', output["output"])
+    assert namespace is not None
+    loaded = task_memory.load_artifacts(namespace.group(1)).value[0].value
+    assert loaded == BROKEN_LOG.replace("\udcff\udcfe", "\\udcff\\udcfe")
+    records = session._memory(None).stored()
+    flagged = [r.message.meta.get(ESCAPED_SURROGATES_META, False) for r in records]
+    assert flagged[0] is True and flagged[1] is False  # the user's message; the call
+
+
+def _noise_png(side: int = 96) -> bytes:
+    import io
+    import random
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.frombytes("RGB", (side, side), random.Random(5).randbytes(side * side * 3)).save(
+        buffer, format="PNG"
+    )
+    return buffer.getvalue()
+
+
+PNG = _noise_png()
+PNG_URL = "data:image/png;base64," + base64.b64encode(PNG).decode("ascii")
+
+
+@function_tool
+def render_chart() -> list[Any]:
+    """Render today's latency chart."""
+    return [ToolOutputText(text="Latency today:"), ToolOutputImage(image_url=PNG_URL)]
+
+
+async def test_a_tool_image_is_stored_as_a_blob_like_in_every_adapter(make_session: Any) -> None:
+    task_memory = TaskMemory(index="sync")
+    session = make_session("chart-1", task_memory=task_memory, min_tokens=200)
+    model = ScriptedModel([[function_call("render_chart", call_id="call_chart")], "Seen."])
+    agent = Agent(name="ops", model=model, tools=[render_chart])
+    config = RunConfig(call_model_input_filter=session.model_input_filter)
+    result = await Runner.run(agent, "Show the chart.", session=session, run_config=config)
+    assert result.final_output == "Seen."
+    assert all(PNG_URL[:300] not in str(call) for call in model.inputs)
+    last = next(i for i in model.inputs[-1] if i.get("type") == "function_call_output")
+    assert last["output"][0]["text"] == "Latency today:"  # small text: inline
+    reference = last["output"][1]["text"]
+    assert reference.startswith('Output of "render_chart.call" was stored in memory')
+    assert reference.endswith("image/png, 96x96 pixels: kept in the blob store, not shown here.")
+    records = session._memory(None).stored()
+    seen = next(r.message.meta[OFFLOAD_META] for r in records if OFFLOAD_META in r.message.meta)
+    assert seen["output"] == last["output"] and seen["reference"]["kind"] == "image"
+    (stored,) = task_memory.load_artifacts(seen["reference"]["artifact_namespace"]).value
+    assert isinstance(stored, ImageArtifact) and bytes(stored.value) == PNG
+    assert len(task_memory.namespaces()) == 1  # the filter and add_items stored it once

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from offprompt.artifacts import BlobArtifact, ErrorArtifact, ImageArtifact, InfoArtifact
-from offprompt.errors import OffpromptError, ValidationError
+from offprompt.errors import OffpromptError
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import (
@@ -24,9 +23,10 @@ from offprompt.task_memory.offload import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MIN_TOKENS,
     Offloaded,
-    OffloadError,
     OffloadPolicy,
     StoredReference,
+    ToolContent,
+    failure_text,
 )
 from offprompt.task_memory.tools import ToolResult, memory_tool_specs
 
@@ -39,15 +39,13 @@ __all__ = [
     "MemoryTool",
     "Offloaded",
     "StoredReference",
+    "ToolContent",
     "ToolResult",
     "open_task_memory",
 ]
 
 # A token is rarely more than this many characters: longer text is large uncounted.
 _CHARS_PER_TOKEN_MAX = 32
-# A binary block is "large" when its base64 text would cost about min_tokens tokens
-# (base64 tokenises at roughly 4 characters a token).
-_B64_CHARS_PER_TOKEN = 4
 
 
 class MemoryTool(Protocol):
@@ -88,7 +86,7 @@ class FunctionTool:
         try:
             return ToolResult(await asyncio.to_thread(self.function, **arguments))
         except OffpromptError as exc:
-            return ToolResult(f"Error: {' '.join(str(exc).split())}"[:2000], is_error=True)
+            return ToolResult(failure_text(exc), is_error=True)
 
 
 class CoreBinding:
@@ -131,10 +129,11 @@ class CoreBinding:
         return bool(self.task_memory.tokenizer.count(text) >= self.min_tokens)
 
     def is_large_blob(self, tool_name: str, base64_chars: int) -> bool:
-        """Whether a binary block (``base64_chars`` long) goes off-prompt."""
-        if tool_name in self.sensitive:
-            return base64_chars > 0
-        return base64_chars >= self.min_tokens * _B64_CHARS_PER_TOKEN
+        """Whether a binary block (``base64_chars`` long) goes off-prompt: the core's
+        :meth:`~offprompt.task_memory.offload.OffloadPolicy.decide`."""
+        return self.policy.decide(
+            "blob", base64_chars * 3 // 4, sensitive=tool_name in self.sensitive
+        )
 
     def offload_text(self, tool_name: str, text: str, *, is_error: bool = False) -> Offloaded:
         """The core policy on one text result (large or sensitive: stored, else unchanged).
@@ -156,50 +155,20 @@ class CoreBinding:
             tool_name, text, is_error=is_error, sensitive=tool_name in self.sensitive
         )
 
-    def offload_blob(self, tool_name: str, data: bytes, mime_type: str) -> Offloaded:
-        """Store binary content (an image, audio, a file) by reference, with its card.
-
-        The core's card gives kind and size; the line after it adds the MIME type and,
-        for an image, its pixel size.
+    async def aoffload_content(
+        self, tool_name: str, block: ToolContent, *, is_error: bool = False
+    ) -> Offloaded:
+        """The core policy on one block of a result (text cheaply pre-checked here).
 
         Raises:
-            OffloadError: The bytes could not be stored.
+            OffloadError: It could not be stored (the message holds none of it).
         """
-        namespace = self.policy.namespace_for(tool_name)
-        artifact: BlobArtifact
-        details = ""
-        try:
-            if not mime_type.startswith("image/"):
-                raise ValidationError("not an image")
-            artifact = ImageArtifact(value=data, mime_type=mime_type, name=namespace)
-            details = f", {artifact.width}x{artifact.height} pixels"
-        except ValidationError:
-            artifact = BlobArtifact(value=data, mime_type=mime_type, name=namespace)
+        if not block.is_binary:
+            return await self.aoffload_text(tool_name, block.text, is_error=is_error)
         secret = tool_name in self.sensitive
-        result = self.task_memory.process_output(
-            tool_name, ACTIVITY, artifact, sensitive=secret, min_tokens=0
-        )
-        if isinstance(result, ErrorArtifact) or not isinstance(result, InfoArtifact):
-            raise OffloadError(
-                f"the {mime_type} output of {tool_name} could not be stored off-prompt: "
-                f"{result.to_text()[:300]}",
-                tool=tool_name,
-            )
-        stats = result.meta.get("stats") or {}
-        reference = StoredReference(
-            memory_name=result.meta["memory_name"],
-            namespace=result.meta["artifact_namespace"],
-            tool=tool_name,
-            kind=str(stats.get("kind", "binary")),
-            bytes=len(data),
-            sensitive=secret,
-        )
-        text = f"{result.value}\n{mime_type}{details}: kept in the blob store, not shown here."
-        return Offloaded(text, reference)
-
-    async def aoffload_blob(self, tool_name: str, data: bytes, mime_type: str) -> Offloaded:
-        """Async twin of :meth:`offload_blob`."""
-        return await asyncio.to_thread(self.offload_blob, tool_name, data, mime_type)
+        if not self.policy.decide(block.kind, block.binary_size(), sensitive=secret):
+            return Offloaded("", None)
+        return await self.policy.aoffload_binary(tool_name, block, sensitive=secret)
 
     def memory_tools(self) -> list[MemoryTool]:
         """The core's memory tools over this task memory, each output bounded."""

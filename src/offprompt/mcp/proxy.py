@@ -24,8 +24,6 @@ notifications go on to the client, cancellations from it on to the upstream.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import os
 import sys
@@ -52,11 +50,12 @@ from offprompt.mcp._client import (
     RemoteError,
     UpstreamClient,
 )
-from offprompt.mcp._core import CoreBinding, Offloaded, open_task_memory
+from offprompt.mcp._core import CoreBinding, Offloaded, ToolContent, open_task_memory
 from offprompt.mcp._sdk import HANDSHAKE_VERSION, Handler, Peer, make_server, mcp_error
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
 from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, upstream_stdio
 from offprompt.scope import Scope
+from offprompt.task_memory.offload import failure_text
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -261,11 +260,7 @@ class Proxy:
             return await self._offload(name, result)
         except OffpromptError as exc:
             # Nothing of the output reaches the client when it could not be stored.
-            return text_result(
-                f"offprompt mcp proxy: the result of {name!r} could not be stored "
-                f"off-prompt: {exc}",
-                is_error=True,
-            )
+            return text_result(failure_text(exc), is_error=True)
 
     def _failure(self, name: str, exc: RemoteError) -> str | None:
         """The proxy's message when the upstream is gone or timed out; ``None`` when the
@@ -337,29 +332,10 @@ class Proxy:
         return swapped
 
     async def _offload_block(self, tool: str, block: Any, *, is_error: bool) -> Offloaded | None:
-        binding = self.binding
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            return await binding.aoffload_text(tool, block["text"], is_error=is_error)
-        if kind in ("image", "audio") and isinstance(block.get("data"), str):
-            return await self._blob(tool, block["data"], str(block.get("mimeType")))
-        resource = block.get("resource") if kind == "resource" else None
-        if isinstance(resource, dict):
-            if isinstance(resource.get("text"), str):
-                return await binding.aoffload_text(tool, resource["text"], is_error=is_error)
-            if isinstance(resource.get("blob"), str):
-                mime_type = resource.get("mimeType") or "application/octet-stream"
-                return await self._blob(tool, resource["blob"], mime_type)
-        return None  # resource links and unknown blocks pass through
-
-    async def _blob(self, tool: str, data: str, mime_type: str) -> Offloaded | None:
-        if not self.binding.is_large_blob(tool, len(data)):
-            return None
-        try:
-            raw = base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise OffpromptError(f"its {mime_type} content is not valid base64") from None
-        return await self.binding.aoffload_blob(tool, raw, mime_type)
+        content = _content_of(block)
+        if content is None:
+            return None  # resource links and unknown blocks pass through
+        return await self.binding.aoffload_content(tool, content, is_error=is_error)
 
     async def wait_gone(self) -> None:
         """Return once the upstream has exited and in-flight calls were answered."""
@@ -367,6 +343,28 @@ class Proxy:
         with anyio.move_on_after(_DRAIN_SECONDS):
             await self.upstream.idle.wait()
         await anyio.sleep(0.2)  # let the last responses reach stdout
+
+
+def _content_of(block: Any) -> ToolContent | None:
+    """An MCP content block mapped onto the core's kinds (``None``: it passes through).
+
+    ``TextContent`` and an ``EmbeddedResource``'s text are text; ``ImageContent``,
+    ``AudioContent`` and an embedded resource's ``blob`` are binary, decoded from base64
+    only when the policy stores them.
+    """
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text" and isinstance(block.get("text"), str):
+        return ToolContent.of_text(block["text"])
+    if kind in ("image", "audio") and isinstance(block.get("data"), str):
+        return ToolContent.of_base64(block["data"], str(block.get("mimeType")))
+    resource = block.get("resource") if kind == "resource" else None
+    if isinstance(resource, dict):
+        if isinstance(resource.get("text"), str):
+            return ToolContent.of_text(resource["text"])
+        if isinstance(resource.get("blob"), str):
+            mime_type = resource.get("mimeType") or "application/octet-stream"
+            return ToolContent.of_base64(resource["blob"], mime_type)
+    return None
 
 
 def _translate(exc: BaseException, params: StdioServerParameters, timeout: float) -> BaseException:

@@ -18,22 +18,41 @@ Rules:
   characters), its size, then the bare reference sentence (no card). A sensitive
   tool's error shows no line at all: its kind, its size and the reference only. A short
   error of a tool that is not sensitive passes through.
+* Every kind of tool content is decided here (:meth:`OffloadPolicy.decide`,
+  :meth:`OffloadPolicy.offload_content`): adapters map their framework's blocks onto
+  :class:`ToolContent` (``text``, ``json``, ``image``, ``blob``). Text and JSON are
+  stored as text (by the token rule above); an image or other binary block is stored
+  as a blob, never as text, when its base64 would cost ``min_tokens`` tokens or more
+  (any, when ``sensitive``), and the model sees the blob's reference and card, then a
+  line with its MIME type (and pixel size). Each block is decided on its own; LangChain
+  and LlamaIndex give their text parts as one text block, the MCP proxy keeps the
+  server's blocks.
 * An output that cannot be stored raises :class:`OffloadError`, whose message never
-  holds any of the output.
+  holds any of the output; every adapter shows the model :func:`failure_text` of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from offprompt.artifacts import ErrorArtifact, InfoArtifact, TextArtifact
+from offprompt._validation import escape_in_run
+from offprompt.artifacts import (
+    BlobArtifact,
+    ErrorArtifact,
+    ImageArtifact,
+    InfoArtifact,
+    TextArtifact,
+)
 from offprompt.errors import OffloadError, ValidationError
 from offprompt.tokens import TokenCodec
 
@@ -46,11 +65,15 @@ __all__ = [
     "DEFAULT_MIN_TOKENS",
     "DEFAULT_PAGE_TOKENS",
     "ERROR_LINE_CHARS",
+    "ContentKind",
     "OffloadError",
     "OffloadPolicy",
     "Offloaded",
     "StoredReference",
+    "ToolContent",
+    "binary_tokens",
     "bound_text",
+    "failure_text",
 ]
 
 ACTIVITY = "call"
@@ -143,6 +166,99 @@ class Offloaded:
 
     text: str
     reference: StoredReference | None
+
+
+ContentKind = Literal["text", "json", "image", "blob"]
+"""The kinds of tool content the policy decides for: ``text`` and ``json`` are stored
+as text, ``image`` and ``blob`` (audio, files, any other bytes) as blobs."""
+
+
+def binary_tokens(size: int) -> int:
+    """What ``size`` bytes would cost the model as base64 text (about 4 characters a
+    token, so one token per 3 bytes): the size :meth:`OffloadPolicy.decide` compares
+    with ``min_tokens`` for an image or other binary block."""
+    return -(-size // 3)
+
+
+@dataclass(frozen=True)
+class ToolContent:
+    """One block of a tool's result, as an adapter maps its framework's block.
+
+    Build it with :meth:`of_text`, :meth:`of_json`, :meth:`of_bytes` or
+    :meth:`of_base64`; the policy never sees a framework type.
+
+    Attributes:
+        kind: ``"text"``, ``"json"``, ``"image"`` or ``"blob"``.
+        text: The text (of ``json``: the JSON text, as it is stored).
+        data: The bytes of a binary block (empty until decoded, for :meth:`of_base64`).
+        base64: The base64 text of a binary block given as such (decoded only when it
+            is stored, so a small block costs nothing and passes through unchanged).
+        mime_type: The MIME type of a binary block.
+
+    Example:
+        >>> ToolContent.of_bytes(b"%PDF-1.7 ...", "application/pdf").kind
+        'blob'
+        >>> ToolContent.of_json({"jobs": [1, 2]}).text
+        '{"jobs": [1, 2]}'
+    """
+
+    kind: ContentKind
+    text: str = ""
+    data: bytes = b""
+    base64: str = ""
+    mime_type: str = ""
+
+    @classmethod
+    def of_text(cls, text: str) -> ToolContent:
+        """A text block."""
+        return cls("text", text=text)
+
+    @classmethod
+    def of_json(cls, value: Any) -> ToolContent:
+        """A JSON value (a dict block no other kind fits), stored as its JSON text."""
+        return cls("json", text=json.dumps(value, ensure_ascii=False, default=str))
+
+    @classmethod
+    def of_bytes(cls, data: bytes, mime_type: str) -> ToolContent:
+        """Binary content: ``image`` for an ``image/*`` MIME type, else ``blob``."""
+        kind: ContentKind = "image" if mime_type.startswith("image/") else "blob"
+        return cls(kind, data=bytes(data), mime_type=mime_type)
+
+    @classmethod
+    def of_base64(cls, data: str, mime_type: str) -> ToolContent:
+        """Binary content given as base64 text (MCP, data URLs, LangChain blocks)."""
+        kind: ContentKind = "image" if mime_type.startswith("image/") else "blob"
+        return cls(kind, base64=data, mime_type=mime_type)
+
+    @property
+    def is_binary(self) -> bool:
+        """Whether this block is stored as a blob (``image`` or ``blob``)."""
+        return self.kind in ("image", "blob")
+
+    def binary_size(self) -> int:
+        """The size in bytes of a binary block (estimated from base64 before decoding)."""
+        if self.data or not self.base64:
+            return len(self.data)
+        return len(self.base64) * 3 // 4
+
+    def raw_bytes(self) -> bytes:
+        """The bytes of a binary block.
+
+        Raises:
+            OffloadError: Its base64 text is not valid base64.
+        """
+        if self.data or not self.base64:
+            return self.data
+        try:
+            return base64.b64decode(self.base64, validate=True)
+        except (binascii.Error, ValueError):
+            raise OffloadError(f"its {self.mime_type} content is not valid base64") from None
+
+
+def failure_text(exc: BaseException) -> str:
+    """What the model sees when a tool's output could not be stored: the one rule of
+    every adapter (``Error:`` and the error's message, which never holds the output)."""
+    return f"Error: {' '.join(str(exc).split())}"[:2000]
 
 
 def bound_text(text: str, max_tokens: int, tokenizer: TokenCodec, hint: str = "") -> str:
@@ -264,7 +380,8 @@ class OffloadPolicy:
 
         Args:
             tool_name: The tool that produced it (named in the reference).
-            output: Its text, exactly as it should load back.
+            output: Its text, exactly as it should load back (a lone surrogate, not
+                valid Unicode, is stored as its ``\\udXXX`` escape and logged).
             call_id: The tool call's id (part of the namespace, for tracing).
             is_error: ``output`` is the tool's error message.
             sensitive: Overrides the policy's ``sensitive`` for this call.
@@ -275,6 +392,8 @@ class OffloadPolicy:
         """
         if not isinstance(output, str):
             raise ValidationError(f"output must be a str, got {type(output).__name__}")
+        # A tool output arrives inside an agent run: lone surrogates are escaped, not refused.
+        output, _ = escape_in_run(output, what=f"the output of tool {tool_name!r}")
         secret = self.sensitive if sensitive is None else bool(sensitive)
         if not output or output.isspace():  # isspace stops at the first other character
             return Offloaded(output, None)
@@ -319,6 +438,155 @@ class OffloadPolicy:
             call_id=call_id,
             is_error=is_error,
             sensitive=sensitive,
+        )
+
+    def decide(self, kind: ContentKind, size: int, *, sensitive: bool | None = None) -> bool:
+        """Whether a block of ``kind`` and ``size`` goes off-prompt.
+
+        ``size`` is in tokens for ``text`` and ``json`` and in bytes for ``image`` and
+        ``blob`` (compared as :func:`binary_tokens`, what its base64 would cost). An
+        empty block never goes; with ``sensitive`` every other one does.
+        """
+        if kind not in ("text", "json", "image", "blob"):
+            raise ValidationError(f"unknown content kind {kind!r}")
+        secret = self.sensitive if sensitive is None else bool(sensitive)
+        if size <= 0:
+            return False
+        if secret:
+            return True
+        tokens = binary_tokens(size) if kind in ("image", "blob") else size
+        return tokens >= self.min_tokens
+
+    def offload_content(
+        self,
+        tool_name: str,
+        blocks: Sequence[ToolContent],
+        *,
+        call_id: str | None = None,
+        is_error: bool = False,
+        sensitive: bool | None = None,
+    ) -> list[Offloaded]:
+        """The policy on every block of one tool result: one :class:`Offloaded` per block.
+
+        A block whose ``reference`` is ``None`` stays as the adapter had it; any other
+        is replaced by a text block holding ``text`` (the reference the model sees).
+        Text and JSON go through :meth:`offload`; images and other binaries are stored
+        as blobs (:meth:`offload_binary`) when :meth:`decide` says so.
+
+        Raises:
+            OffloadError: A block could not be stored (nothing of it is in the message).
+        """
+        out: list[Offloaded] = []
+        for block in blocks:
+            if not isinstance(block, ToolContent):
+                raise ValidationError(f"blocks must be ToolContent, got {type(block).__name__}")
+            if not block.is_binary:
+                out.append(
+                    self.offload(
+                        tool_name,
+                        block.text,
+                        call_id=call_id,
+                        is_error=is_error,
+                        sensitive=sensitive,
+                    )
+                )
+            elif self.decide(block.kind, block.binary_size(), sensitive=sensitive):
+                out.append(
+                    self.offload_binary(tool_name, block, call_id=call_id, sensitive=sensitive)
+                )
+            else:
+                out.append(Offloaded("", None))
+        return out
+
+    async def aoffload_content(
+        self,
+        tool_name: str,
+        blocks: Sequence[ToolContent],
+        *,
+        call_id: str | None = None,
+        is_error: bool = False,
+        sensitive: bool | None = None,
+    ) -> list[Offloaded]:
+        """Async twin of :meth:`offload_content` (storage runs in a worker thread)."""
+        return await asyncio.to_thread(
+            self.offload_content,
+            tool_name,
+            blocks,
+            call_id=call_id,
+            is_error=is_error,
+            sensitive=sensitive,
+        )
+
+    def offload_binary(
+        self,
+        tool_name: str,
+        block: ToolContent,
+        *,
+        call_id: str | None = None,
+        sensitive: bool | None = None,
+    ) -> Offloaded:
+        """Store an image or other binary block as a blob, whatever its size.
+
+        The model sees the reference sentence and the card (kind and size), then a line
+        with the MIME type and, for an image, its pixel size. A block whose MIME type
+        says image but whose bytes are no image is stored as a plain blob.
+
+        Raises:
+            OffloadError: The bytes could not be stored (or are not valid base64).
+        """
+        if not block.is_binary:
+            raise ValidationError(f"offload_binary needs an image or blob block, got {block.kind}")
+        mime_type = block.mime_type or "application/octet-stream"
+        try:
+            data = block.raw_bytes()
+        except OffloadError as exc:
+            raise OffloadError(
+                f"the {mime_type} output of {tool_name} could not be stored off-prompt: {exc}",
+                tool=tool_name,
+            ) from None
+        namespace = self.namespace_for(tool_name, call_id)
+        artifact: BlobArtifact
+        details = ""
+        try:
+            if block.kind != "image":
+                raise ValidationError("not an image")
+            artifact = ImageArtifact(value=data, mime_type=mime_type, name=namespace)
+            details = f", {artifact.width}x{artifact.height} pixels"
+        except ValidationError:
+            artifact = BlobArtifact(value=data, mime_type=mime_type, name=namespace)
+        secret = self.sensitive if sensitive is None else bool(sensitive)
+        result = self.task_memory.process_output(
+            tool_name, ACTIVITY, artifact, sensitive=secret, min_tokens=0
+        )
+        if isinstance(result, ErrorArtifact) or not isinstance(result, InfoArtifact):
+            raise OffloadError(
+                f"the {mime_type} output of {tool_name} could not be stored off-prompt: "
+                f"{result.to_text()[:300]}",
+                tool=tool_name,
+            )
+        stats = result.meta.get("stats") or {}
+        reference = StoredReference(
+            memory_name=result.meta["memory_name"],
+            namespace=result.meta["artifact_namespace"],
+            tool=tool_name,
+            kind=str(stats.get("kind", "binary")),
+            bytes=len(data),
+            sensitive=secret,
+        )
+        text = f"{result.value}\n{mime_type}{details}: kept in the blob store, not shown here."
+        return Offloaded(self._bound(text), reference)
+
+    async def aoffload_binary(
+        self,
+        tool_name: str,
+        block: ToolContent,
+        *,
+        call_id: str | None = None,
+        sensitive: bool | None = None,
+    ) -> Offloaded:
+        """Async twin of :meth:`offload_binary`."""
+        return await asyncio.to_thread(
+            self.offload_binary, tool_name, block, call_id=call_id, sensitive=sensitive
         )
 
     # -- helpers ------------------------------------------------------------------------

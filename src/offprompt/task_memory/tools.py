@@ -463,7 +463,15 @@ def memory_tool_specs(
     """
     from offprompt.task_memory.task_memory import TaskMemory
 
-    memories = [task_memory] if isinstance(task_memory, TaskMemory) else list(task_memory)
+    if isinstance(task_memory, TaskMemory):
+        memories = [task_memory]
+    elif isinstance(task_memory, Sequence) and not isinstance(task_memory, str):
+        memories = list(task_memory)
+    else:
+        raise ValidationError(
+            "task_memory must be an offprompt TaskMemory or a list of them, "
+            f"got {type(task_memory).__name__}"
+        )
     if not memories:
         raise ValidationError("the memory tools need at least one TaskMemory")
     for memory in memories:

@@ -5,7 +5,7 @@ BM25 over the :class:`Analyzer`'s word terms for sparse vectors, and the embedde
 """
 
 from offprompt.vectors.analyzer import Analyzer
-from offprompt.vectors.embedders import Embedder, HashingEmbedder
+from offprompt.vectors.embedders import CheckedEmbedder, Embedder, HashingEmbedder
 from offprompt.vectors.records import Hit, Range, VectorRecord, point_id
 from offprompt.vectors.sparse import BM25SparseEncoder, BM25WordEncoder, SparseVector
 from offprompt.vectors.st_embedder import SentenceTransformerEmbedder
@@ -16,6 +16,7 @@ __all__ = [
     "Analyzer",
     "BM25SparseEncoder",
     "BM25WordEncoder",
+    "CheckedEmbedder",
     "Embedder",
     "HashingEmbedder",
     "Hit",

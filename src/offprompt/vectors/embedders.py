@@ -16,21 +16,23 @@ cache. A batch is accumulated with one ``np.bincount``.
 from __future__ import annotations
 
 import asyncio
+import math
 import operator
 import re
 import threading
 import zlib
+from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from itertools import chain, repeat
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from offprompt.errors import ValidationError
 
-__all__ = ["Embedder", "HashingEmbedder"]
+__all__ = ["CheckedEmbedder", "Embedder", "HashingEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HAS_DIGIT = re.compile(r"\d")
@@ -84,6 +86,144 @@ class Embedder(Protocol):
     async def aembed_query(self, text: str) -> list[float]:
         """Async twin of :meth:`embed_query`."""
         ...
+
+
+PROBE_TEXT = "offprompt dimension probe"
+"""What :attr:`CheckedEmbedder.dimensions` embeds when asked before any result came."""
+
+
+def _text_list(texts: Any) -> list[str]:
+    if isinstance(texts, str):
+        raise ValidationError("texts must be a list of str, got one str")
+    if not isinstance(texts, Sequence):
+        raise ValidationError(f"texts must be a list of str, got {type(texts).__name__}")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValidationError(f"texts[{index}] must be str, got {type(text).__name__}")
+    return list(texts)
+
+
+def _one_text(text: Any) -> str:
+    if not isinstance(text, str):
+        raise ValidationError(f"text must be str, got {type(text).__name__}")
+    return text
+
+
+class CheckedEmbedder(ABC):
+    """Base of the embedders that wrap another library's model (LangChain, LlamaIndex).
+
+    A subclass says how to call its model (:meth:`_embed_documents`,
+    :meth:`_embed_query` and their async twins); this class checks every input and
+    every result, so a misbehaving model cannot write bad vectors into a store:
+
+    * one vector per text, each a sequence of numbers, none empty;
+    * every value finite: NaN or infinity is a :class:`~offprompt.errors.ValidationError`
+      naming the embedder, the method, the vector and the position;
+    * :attr:`dimensions` given, or learnt once from the first result (under a lock, so
+      threads racing on first use agree), and every later vector checked against it.
+      Only reading :attr:`dimensions` before any result embeds one probe text; the
+      async twins never spend a probe call.
+
+    Args:
+        dimensions: The vector size, if known.
+
+    Raises:
+        ValidationError: ``dimensions`` is not a positive int.
+    """
+
+    def __init__(self, *, dimensions: int | None = None) -> None:
+        if dimensions is not None and (
+            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
+        ):
+            raise ValidationError(f"dimensions must be a positive int, got {dimensions!r}")
+        self._dimensions = dimensions
+        self._lock = threading.Lock()
+
+    @property
+    @abstractmethod
+    def model_name(self) -> str:
+        """The wrapped model's name, as errors quote it (e.g. its class name)."""
+
+    @abstractmethod
+    def _embed_documents(self, texts: list[str]) -> Any:
+        """The model's vectors for ``texts`` (non-empty), unchecked."""
+
+    @abstractmethod
+    def _embed_query(self, text: str) -> Any:
+        """The model's vector for one query, unchecked."""
+
+    @abstractmethod
+    async def _aembed_documents(self, texts: list[str]) -> Any:
+        """Async twin of :meth:`_embed_documents`."""
+
+    @abstractmethod
+    async def _aembed_query(self, text: str) -> Any:
+        """Async twin of :meth:`_embed_query`."""
+
+    @property
+    def dimensions(self) -> int:
+        """The vector size (embeds one probe text the first time if no result came yet)."""
+        if self._dimensions is None:
+            self._check([self._embed_query(PROBE_TEXT)], 1, "embed_query")
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One checked vector per text, in order."""
+        batch = _text_list(texts)
+        if not batch:
+            return []
+        return self._check(self._embed_documents(batch), len(batch), "embed_documents")
+
+    def embed_query(self, text: str) -> list[float]:
+        """The checked vector of a search query."""
+        return self._check([self._embed_query(_one_text(text))], 1, "embed_query")[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents` (the model's own async method, no probe)."""
+        batch = _text_list(texts)
+        if not batch:
+            return []
+        vectors = await self._aembed_documents(batch)
+        return self._check(vectors, len(batch), "aembed_documents")
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query` (the model's own async method, no probe)."""
+        vector = await self._aembed_query(_one_text(text))
+        return self._check([vector], 1, "aembed_query")[0]
+
+    def _check(self, vectors: Any, expected: int, method: str) -> list[list[float]]:
+        """``vectors`` as lists of floats, or a ``ValidationError`` saying what is wrong."""
+        name = f"{type(self).__name__}({self.model_name}).{method}"
+        if not isinstance(vectors, Sequence) or len(vectors) != expected:
+            got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
+            raise ValidationError(f"{name} returned {got} vectors for {expected} texts")
+        out: list[list[float]] = []
+        for index, vector in enumerate(vectors):
+            try:
+                row = [float(x) for x in vector]
+            except (TypeError, ValueError):
+                raise ValidationError(
+                    f"{name}: vector {index} is not a sequence of numbers"
+                ) from None
+            if not all(map(math.isfinite, row)):
+                position = next(i for i, x in enumerate(row) if not math.isfinite(x))
+                raise ValidationError(
+                    f"{name}: vector {index} has {row[position]} at position {position}; "
+                    "an embedding must be finite (NaN or infinity is refused)"
+                )
+            if self._dimensions is None:
+                if not row:
+                    raise ValidationError(f"{name}: vector {index} is empty")
+                with self._lock:  # two threads may learn it at once; the first one wins
+                    if self._dimensions is None:
+                        self._dimensions = len(row)
+            if len(row) != self._dimensions:
+                raise ValidationError(
+                    f"{name}: vector {index} has {len(row)} dimensions, expected {self._dimensions}"
+                )
+            out.append(row)
+        return out
 
 
 class HashingEmbedder:

@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import math
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from offprompt.errors import SummarizationError, ValidationError
 from offprompt.summarizers import RUNS_INSTRUCTIONS, TEXT_INSTRUCTIONS, Prompt, PromptedSummarizer
 from offprompt.tokens import TokenCodec
+from offprompt.vectors.embedders import CheckedEmbedder
 
 if TYPE_CHECKING:
     from offprompt.vectors.embedders import Embedder
@@ -33,18 +32,17 @@ __all__ = [
     "SummarizationError",
 ]
 
-_PROBE_TEXT = "offprompt dimension probe"
-
-
 # -- embeddings -------------------------------------------------------------------------
 
 
-class LangChainEmbedder:
+class LangChainEmbedder(CheckedEmbedder):
     """Any LangChain ``Embeddings`` as an offprompt ``Embedder``.
 
-    Every result is checked: one vector per text, all of ``dimensions`` finite floats.
-    A mismatch is a :class:`~offprompt.errors.ValidationError` naming the problem, so a
-    misbehaving model cannot write bad vectors into a store.
+    Every result is checked by the core's
+    :class:`~offprompt.vectors.embedders.CheckedEmbedder`: one vector per text, all of
+    ``dimensions`` finite floats. A mismatch is a
+    :class:`~offprompt.errors.ValidationError` naming the problem, so a misbehaving
+    model cannot write bad vectors into a store.
 
     Args:
         embeddings: The LangChain embeddings model.
@@ -67,81 +65,28 @@ class LangChainEmbedder:
             raise ValidationError(
                 f"LangChainEmbedder needs a langchain_core Embeddings, got {type(embeddings).__name__}"
             )
-        if dimensions is not None and (not isinstance(dimensions, int) or dimensions < 1):
-            raise ValidationError(f"dimensions must be a positive int, got {dimensions!r}")
+        super().__init__(dimensions=dimensions)
         self.embeddings = embeddings
-        self._dimensions = dimensions
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LangChainEmbedder({type(self.embeddings).__name__}, dimensions={self._dimensions})"
 
     @property
-    def dimensions(self) -> int:
-        """The vector size (embeds one probe text the first time if it was not given)."""
-        if self._dimensions is None:
-            self._check([self.embeddings.embed_query(_PROBE_TEXT)], 1, "embed_query")
-        assert self._dimensions is not None
-        return self._dimensions
+    def model_name(self) -> str:
+        """The wrapped model's class name."""
+        return type(self.embeddings).__name__
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order.
+    def _embed_documents(self, texts: list[str]) -> Any:
+        return self.embeddings.embed_documents(texts)
 
-        Example:
-            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-            >>> len(LangChainEmbedder(DeterministicFakeEmbedding(size=8)).embed_documents(["a", "b"]))
-            2
-        """
-        batch = _texts(texts)
-        if not batch:
-            return []
-        return self._check(self.embeddings.embed_documents(batch), len(batch), "embed_documents")
+    def _embed_query(self, text: str) -> Any:
+        return self.embeddings.embed_query(text)
 
-    def embed_query(self, text: str) -> list[float]:
-        """The vector of a search query."""
-        return self._check([self.embeddings.embed_query(_text(text))], 1, "embed_query")[0]
+    async def _aembed_documents(self, texts: list[str]) -> Any:
+        return await self.embeddings.aembed_documents(texts)
 
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed_documents` (the model's own ``aembed_documents``)."""
-        batch = _texts(texts)
-        if not batch:
-            return []
-        vectors = await self.embeddings.aembed_documents(batch)
-        return self._check(vectors, len(batch), "aembed_documents")
-
-    async def aembed_query(self, text: str) -> list[float]:
-        """Async twin of :meth:`embed_query`."""
-        vector = await self.embeddings.aembed_query(_text(text))
-        return self._check([vector], 1, "aembed_query")[0]
-
-    def _check(self, vectors: Any, expected: int, method: str) -> list[list[float]]:
-        name = type(self.embeddings).__name__
-        if not isinstance(vectors, Sequence) or len(vectors) != expected:
-            got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
-            raise ValidationError(f"{name}.{method} returned {got} vectors for {expected} texts")
-        out: list[list[float]] = []
-        for index, vector in enumerate(vectors):
-            try:
-                row = [float(x) for x in vector]
-            except (TypeError, ValueError):
-                raise ValidationError(
-                    f"{name}.{method}: vector {index} is not a sequence of numbers"
-                ) from None
-            if not all(math.isfinite(x) for x in row):
-                raise ValidationError(f"{name}.{method}: vector {index} has NaN or infinity")
-            if self._dimensions is None:
-                if not row:
-                    raise ValidationError(f"{name}.{method}: vector {index} is empty")
-                with self._lock:  # two threads may learn it at once; the first one wins
-                    if self._dimensions is None:
-                        self._dimensions = len(row)
-            if len(row) != self._dimensions:
-                raise ValidationError(
-                    f"{name}.{method}: vector {index} has {len(row)} dimensions, "
-                    f"expected {self._dimensions}"
-                )
-            out.append(row)
-        return out
+    async def _aembed_query(self, text: str) -> Any:
+        return await self.embeddings.aembed_query(text)
 
 
 class OffpromptEmbeddings(Embeddings):

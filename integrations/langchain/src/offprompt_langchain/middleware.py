@@ -60,7 +60,7 @@ from langgraph.types import Command
 
 from offprompt._validation import (
     ESCAPED_SURROGATES_META,
-    escape_lone_surrogates,
+    escape_in_run,
     has_lone_surrogate,
 )
 from offprompt.conversation import ConversationMemory, SummaryConversationMemory, Window
@@ -136,23 +136,16 @@ def _has_lone_surrogate(message: BaseMessage) -> bool:
 def _valid_unicode(message: BaseMessage) -> tuple[BaseMessage, bool]:
     """``message``, or a copy with each lone surrogate written as its ``\\udXXX`` escape.
 
-    offprompt refuses lone surrogates everywhere (they are not valid Unicode and cannot
-    be stored), but inside an agent run refusing would crash a run that works without
-    offprompt. So the middleware alone escapes them, in its own copy (the agent's
+    The core's rule for text arriving inside an agent run
+    (:func:`offprompt._validation.escape_in_run`): refusing would crash a run that
+    works without offprompt, so the middleware escapes in its own copy (the agent's
     messages are untouched), logs a warning and flags the recorded message
     (``meta["offprompt_escaped_surrogates"]``): the stored text is visibly altered,
     never silently.
     """
     if not _has_lone_surrogate(message):
         return message, False
-    logger.warning(
-        "%s %s holds lone surrogates (invalid Unicode); offprompt counts and records it "
-        "with them escaped as \\udXXX (meta[%r])",
-        type(message).__name__,
-        message.id,
-        ESCAPED_META,
-    )
-    escaped = escape_lone_surrogates(message.model_dump())
+    escaped, _ = escape_in_run(message.model_dump(), what=f"{type(message).__name__} {message.id}")
     return type(message).model_validate(escaped), True
 
 
@@ -375,15 +368,10 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return request.tool_call.get("name") in self._own_tools
 
     def _candidate(self, message: Any) -> bool:
-        # Errors are candidates too: a large error goes off-prompt like any output. Task
-        # memory refuses invalid Unicode: such a result stays as the tool made it, unless
-        # the tools are sensitive, whose results never reach the model (then it is stored
-        # with its lone surrogates escaped, see _storable).
-        return (
-            isinstance(message, ToolMessage)
-            and not is_reference(message.artifact)
-            and (self.sensitive or not _has_lone_surrogate(message))
-        )
+        # Errors are candidates too: a large error goes off-prompt like any output. A
+        # result holding lone surrogates too: it is stored with them escaped (the core's
+        # rule for text arriving inside a run, see _storable).
+        return isinstance(message, ToolMessage) and not is_reference(message.artifact)
 
     @staticmethod
     def _storable(message: ToolMessage) -> ToolMessage:

@@ -44,6 +44,8 @@ from offprompt.task_memory.offload import (
     OffloadError,
     OffloadPolicy,
     StoredReference,
+    ToolContent,
+    failure_text,
 )
 from offprompt.task_memory.tools import MemoryToolSpec, memory_tool_specs
 
@@ -63,20 +65,109 @@ __all__ = [
 
 
 def content_text(content: Any) -> str:
-    """The text to store for a tool result's content.
+    """The text of a tool result's content: a string as is, else its text parts joined.
 
-    A string is stored as is (so it loads back byte-identical); a list of text blocks
-    is joined; anything else (images, custom blocks, objects) as JSON.
+    Non-text parts (images, files, other blocks) are not in it: :func:`content_blocks`
+    maps them onto the core's kinds.
     """
     if isinstance(content, str):
         return content
-    if isinstance(content, list) and all(
-        isinstance(b, str)
-        or (isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str))
-        for b in content
-    ):
-        return "".join(b if isinstance(b, str) else b["text"] for b in content)
+    if isinstance(content, list):
+        return "".join(part for part in map(_text_part, content) if part is not None)
     return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _text_part(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    if (
+        isinstance(part, Mapping)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    ):
+        return str(part["text"])
+    return None
+
+
+def _data_url(url: Any) -> tuple[str, str] | None:
+    """``(mime_type, base64)`` of a ``data:...;base64,`` URL, else ``None``."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    header, comma, data = url[5:].partition(",")
+    if not comma or not header.endswith(";base64"):
+        return None
+    return header[: -len(";base64")] or "application/octet-stream", data
+
+
+def _binary_part(part: Mapping[str, Any]) -> ToolContent | None:
+    """A LangChain image / audio / file block holding its bytes, as binary content.
+
+    The standard blocks (``{"type": "image", "base64": ..., "mime_type": ...}``), the
+    older ``source_type="base64"`` form, and OpenAI's ``image_url`` with a data URL.
+    Blocks that only point elsewhere (a URL, a file id) hold nothing to store.
+    """
+    kind = part.get("type")
+    default = {"image": "image/png", "audio": "audio/wav"}.get(
+        str(kind), "application/octet-stream"
+    )
+    if kind in ("image", "audio", "file"):
+        data = part.get("base64")
+        if data is None and part.get("source_type") == "base64":
+            data = part.get("data")
+        if isinstance(data, str):
+            mime_type = part.get("mime_type") or part.get("mimeType") or default
+            return ToolContent.of_base64(data, str(mime_type))
+        found = _data_url(part.get("url"))
+    elif kind == "image_url":
+        image_url = part.get("image_url")
+        found = _data_url(image_url.get("url") if isinstance(image_url, Mapping) else image_url)
+    else:
+        return None
+    return ToolContent.of_base64(found[1], found[0]) if found else None
+
+
+def content_blocks(content: Any) -> tuple[list[ToolContent], list[Any]]:
+    """A tool result's content mapped onto the core's :class:`ToolContent` kinds.
+
+    Returns the blocks and, parallel to them, the parts each one stands for: the text
+    parts (strings and ``{"type": "text"}`` blocks) are one text block, joined, so a
+    string loads back byte-identical; an image, audio or file block holding its bytes
+    is binary (stored as a blob, never as text); any other block is JSON; a block that
+    only points elsewhere (an image URL) is JSON too, and small enough to pass.
+    """
+    if not isinstance(content, list):
+        return [ToolContent.of_text(content_text(content))], [content]
+    texts = [(i, part) for i, part in enumerate(content) if _text_part(part) is not None]
+    blocks: list[ToolContent] = []
+    parts: list[Any] = []
+    for index, part in enumerate(content):
+        if texts and index == texts[0][0]:
+            blocks.append(ToolContent.of_text(content_text([p for _, p in texts])))
+            parts.append([i for i, _ in texts])
+        elif _text_part(part) is None:
+            binary = _binary_part(part) if isinstance(part, Mapping) else None
+            blocks.append(binary or ToolContent.of_json(part))
+            parts.append([index])
+    return blocks, parts
+
+
+def _rebuilt(content: Any, parts: list[Any], results: Sequence[Offloaded]) -> Any:
+    """``content`` with every stored part replaced by the text the policy gave."""
+    if not isinstance(content, list):
+        return results[0].text if results[0].reference is not None else content
+    replaced: dict[int, dict[str, Any] | None] = {}
+    for indices, result in zip(parts, results, strict=True):
+        if result.reference is None:
+            continue
+        replaced[indices[0]] = {"type": "text", "text": result.text}
+        replaced.update({i: None for i in indices[1:]})  # joined into the first one
+    out = []
+    for index, part in enumerate(content):
+        if index not in replaced:
+            out.append(part)
+        elif replaced[index] is not None:
+            out.append(replaced[index])
+    return out
 
 
 def is_reference(artifact: Any) -> bool:
@@ -84,12 +175,18 @@ def is_reference(artifact: Any) -> bool:
     return isinstance(artifact, Mapping) and artifact.get("offprompt") == "stored"
 
 
-def _artifact(stored: Offloaded, text: str, tool_artifact: Any) -> dict[str, Any]:
-    artifact: dict[str, Any] = (
-        stored.reference.to_artifact()
-        if stored.reference is not None
-        else {"offprompt": "inline", "bytes": len(text.encode("utf-8"))}
-    )
+def _artifact(
+    results: Sequence[Offloaded], blocks: Sequence[ToolContent], tool_artifact: Any
+) -> dict[str, Any]:
+    references = [r.reference.to_artifact() for r in results if r.reference is not None]
+    artifact: dict[str, Any]
+    if not references:
+        size = sum(b.binary_size() if b.is_binary else len(b.text.encode("utf-8")) for b in blocks)
+        artifact = {"offprompt": "inline", "bytes": size}
+    else:
+        artifact = dict(references[0])
+        if len(references) > 1:
+            artifact["references"] = references
     if tool_artifact is not None:
         artifact["tool_artifact"] = tool_artifact
     return artifact
@@ -98,47 +195,61 @@ def _artifact(stored: Offloaded, text: str, tool_artifact: Any) -> dict[str, Any
 def offload_message(policy: OffloadPolicy, message: ToolMessage, tool_name: str) -> ToolMessage:
     """``message`` with its content stored off-prompt if the policy says so.
 
-    A message left inline is returned unchanged; a stored one gets the reference as
-    content and the :class:`StoredReference` dict (plus ``tool_artifact``) as artifact.
-    An error message (``status="error"``) goes through the same policy. When storing
-    fails, the result is an error message that holds none of the output.
+    The content is mapped onto the core's kinds (:func:`content_blocks`): its text, and
+    each image or file as a blob. A message left inline is returned unchanged; a stored
+    one gets the reference(s) in place of what was stored and the
+    :class:`StoredReference` dict (plus ``tool_artifact``, and ``references`` when
+    several blocks were stored) as artifact. An error message (``status="error"``)
+    goes through the same policy. When storing fails, the result is an error message
+    with :func:`~offprompt.task_memory.offload.failure_text`, none of the output.
     """
-    text = content_text(message.content)
+    blocks, parts = content_blocks(message.content)
     try:
-        stored = policy.offload(
+        results = policy.offload_content(
             message.name or tool_name,
-            text,
+            blocks,
             call_id=message.tool_call_id,
             is_error=message.status == "error",
         )
     except OffloadError as exc:
-        return message.model_copy(update={"content": str(exc), "status": "error", "artifact": None})
-    return _translated(message, text, stored)
+        return _failed(message, exc)
+    return _translated(message, blocks, parts, results)
 
 
-def _translated(message: ToolMessage, text: str, stored: Offloaded) -> ToolMessage:
+def _failed(message: ToolMessage, exc: OffloadError) -> ToolMessage:
+    update = {"content": failure_text(exc), "status": "error", "artifact": None}
+    return message.model_copy(update=update)
+
+
+def _translated(
+    message: ToolMessage,
+    blocks: Sequence[ToolContent],
+    parts: list[Any],
+    results: Sequence[Offloaded],
+) -> ToolMessage:
     """``message`` as the policy decided: unchanged when left inline, else the reference."""
-    if stored.reference is None:
+    if all(r.reference is None for r in results):
         return message
-    artifact = _artifact(stored, text, message.artifact)
-    return message.model_copy(update={"content": stored.text, "artifact": artifact})
+    artifact = _artifact(results, blocks, message.artifact)
+    content = _rebuilt(message.content, parts, results)
+    return message.model_copy(update={"content": content, "artifact": artifact})
 
 
 async def aoffload_message(
     policy: OffloadPolicy, message: ToolMessage, tool_name: str
 ) -> ToolMessage:
     """Async twin of :func:`offload_message` (storage in a worker thread)."""
-    text = content_text(message.content)
+    blocks, parts = content_blocks(message.content)
     try:
-        stored = await policy.aoffload(
+        results = await policy.aoffload_content(
             message.name or tool_name,
-            text,
+            blocks,
             call_id=message.tool_call_id,
             is_error=message.status == "error",
         )
     except OffloadError as exc:
-        return message.model_copy(update={"content": str(exc), "status": "error", "artifact": None})
-    return _translated(message, text, stored)
+        return _failed(message, exc)
+    return _translated(message, blocks, parts, results)
 
 
 def check_task_memory(task_memory: Any) -> TaskMemory:
@@ -198,9 +309,11 @@ class OffpromptTool(BaseTool):
         return OffloadPolicy(self.task_memory, min_tokens=self.min_tokens, sensitive=self.sensitive)
 
     @staticmethod
-    def _finish(output: ToolMessage, stored: Offloaded, text: str) -> tuple[Any, Any]:
-        content = stored.text if stored.reference is not None else output.content
-        return content, _artifact(stored, text, output.artifact)
+    def _finish(
+        output: ToolMessage, blocks: list[ToolContent], parts: list[Any], results: list[Offloaded]
+    ) -> tuple[Any, Any]:
+        content = _rebuilt(output.content, parts, results)
+        return content, _artifact(results, blocks, output.artifact)
 
     def _error_text(self, exc: Exception) -> str:
         if isinstance(exc, ToolException) and self.handle_tool_error:
@@ -247,8 +360,12 @@ class OffpromptTool(BaseTool):
             return self._stored_error(exc, stored, tool_call_id)
         if not isinstance(output, ToolMessage):
             return output, None  # a Command or other ToolOutputMixin passes through as is
-        text = content_text(output.content)
-        return self._finish(output, self._offload(policy, text, tool_call_id), text)
+        blocks, parts = content_blocks(output.content)
+        try:
+            results = policy.offload_content(self.name, blocks, call_id=tool_call_id)
+        except OffloadError as exc:
+            return self._failure(exc, tool_call_id)
+        return self._finish(output, blocks, parts, results)
 
     async def _arun(
         self,
@@ -275,8 +392,26 @@ class OffpromptTool(BaseTool):
             return self._stored_error(exc, stored, tool_call_id)
         if not isinstance(output, ToolMessage):
             return output, None  # a Command or other ToolOutputMixin passes through as is
-        text = content_text(output.content)
-        return self._finish(output, await self._aoffload(policy, text, tool_call_id), text)
+        blocks, parts = content_blocks(output.content)
+        try:
+            results = await policy.aoffload_content(self.name, blocks, call_id=tool_call_id)
+        except OffloadError as exc:
+            return self._failure(exc, tool_call_id)
+        return self._finish(output, blocks, parts, results)
+
+    def _failure(self, exc: OffloadError, tool_call_id: str | None) -> tuple[Any, Any]:
+        """The output could not be stored: the core's failure text, none of the output.
+
+        An error ``ToolMessage`` when the call has an id (what every adapter shows the
+        model); raised as a ``ToolException`` with that text otherwise.
+        """
+        text = failure_text(exc)
+        if tool_call_id:
+            message = ToolMessage(
+                content=text, status="error", tool_call_id=tool_call_id, name=self.name
+            )
+            return message, None
+        raise ToolException(text) from None
 
     def _offload(
         self, policy: OffloadPolicy, text: str, call_id: str | None, *, is_error: bool = False
@@ -284,7 +419,7 @@ class OffpromptTool(BaseTool):
         try:
             return policy.offload(self.name, text, call_id=call_id, is_error=is_error)
         except OffloadError as exc:
-            raise ToolException(str(exc)) from None
+            raise ToolException(failure_text(exc)) from None
 
     async def _aoffload(
         self, policy: OffloadPolicy, text: str, call_id: str | None, *, is_error: bool = False
@@ -292,7 +427,7 @@ class OffpromptTool(BaseTool):
         try:
             return await policy.aoffload(self.name, text, call_id=call_id, is_error=is_error)
         except OffloadError as exc:
-            raise ToolException(str(exc)) from None
+            raise ToolException(failure_text(exc)) from None
 
 
 def _as_base_tool(tool: Any, description: str | None) -> BaseTool:

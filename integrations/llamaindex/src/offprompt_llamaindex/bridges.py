@@ -21,6 +21,7 @@ from llama_index.core.llms import LLM
 from offprompt.errors import SummarizationError, ValidationError
 from offprompt.summarizers import RUNS_INSTRUCTIONS, TEXT_INSTRUCTIONS, Prompt, PromptedSummarizer
 from offprompt.tokens import TokenCodec
+from offprompt.vectors.embedders import CheckedEmbedder
 
 if TYPE_CHECKING:
     from offprompt.vectors.embedders import Embedder
@@ -36,18 +37,20 @@ __all__ = [
 # -- embeddings ---------------------------------------------------------------------------
 
 
-class LlamaIndexEmbedder:
+class LlamaIndexEmbedder(CheckedEmbedder):
     """A LlamaIndex ``BaseEmbedding`` as an offprompt ``Embedder``.
 
     Documents go through ``get_text_embedding_batch`` (LlamaIndex batches them by the
     model's ``embed_batch_size``), queries through ``get_query_embedding``; the async
-    twins use the model's own async methods. Every vector is checked to have
-    :attr:`dimensions` entries.
+    twins use the model's own async methods. Every result is checked by the core's
+    :class:`~offprompt.vectors.embedders.CheckedEmbedder`: one vector per text, all of
+    :attr:`dimensions` finite floats.
 
     Args:
         embed_model: Any ``BaseEmbedding``.
-        dimensions: The vector size, if known; otherwise one probe text is embedded the
-            first time it is needed.
+        dimensions: The vector size, if known. Otherwise it is learnt from the first
+            result, or, when :attr:`dimensions` is read first, by embedding one short
+            probe text.
 
     Attributes:
         embed_model: The wrapped model.
@@ -64,10 +67,8 @@ class LlamaIndexEmbedder:
             raise ValidationError(
                 f"LlamaIndexEmbedder needs a llama_index BaseEmbedding, got {type(embed_model).__name__}"
             )
-        if dimensions is not None and (not isinstance(dimensions, int) or dimensions < 1):
-            raise ValidationError(f"dimensions must be a positive int, got {dimensions!r}")
+        super().__init__(dimensions=dimensions)
         self.embed_model = embed_model
-        self._dimensions = dimensions
 
     def __repr__(self) -> str:
         return (
@@ -75,59 +76,21 @@ class LlamaIndexEmbedder:
         )
 
     @property
-    def dimensions(self) -> int:
-        """Length of every vector; discovered by embedding a probe text if not given."""
-        if self._dimensions is None:
-            self._dimensions = len(self.embed_model.get_text_embedding("dimension probe"))
-        return self._dimensions
+    def model_name(self) -> str:
+        """The wrapped model's class name."""
+        return type(self.embed_model).__name__
 
-    def _check(self, vectors: list[list[float]], expected: int) -> list[list[float]]:
-        if len(vectors) != expected:
-            raise ValidationError(
-                f"{type(self.embed_model).__name__} returned {len(vectors)} vectors for {expected} texts"
-            )
-        size = self.dimensions
-        for vector in vectors:
-            if len(vector) != size:
-                raise ValidationError(
-                    f"{type(self.embed_model).__name__} returned a vector of {len(vector)} "
-                    f"dimensions; expected {size}"
-                )
-        return [[float(x) for x in vector] for vector in vectors]
+    def _embed_documents(self, texts: list[str]) -> Any:
+        return self.embed_model.get_text_embedding_batch(texts)
 
-    @staticmethod
-    def _texts(texts: Sequence[str]) -> list[str]:
-        if isinstance(texts, str):
-            raise ValidationError("embed_documents expects a list of texts, got one str")
-        return list(texts)
+    def _embed_query(self, text: str) -> Any:
+        return self.embed_model.get_query_embedding(text)
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order."""
-        items = self._texts(texts)
-        if not items:
-            return []
-        return self._check(self.embed_model.get_text_embedding_batch(items), len(items))
+    async def _aembed_documents(self, texts: list[str]) -> Any:
+        return await self.embed_model.aget_text_embedding_batch(texts)
 
-    def embed_query(self, text: str) -> list[float]:
-        """The vector of a search query."""
-        return self._check([self.embed_model.get_query_embedding(text)], 1)[0]
-
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed_documents` (the model's ``aget_text_embedding_batch``)."""
-        items = self._texts(texts)
-        if not items:
-            return []
-        if self._dimensions is None:
-            self._dimensions = len(await self.embed_model.aget_text_embedding("dimension probe"))
-        vectors = await self.embed_model.aget_text_embedding_batch(items)
-        return self._check(vectors, len(items))
-
-    async def aembed_query(self, text: str) -> list[float]:
-        """Async twin of :meth:`embed_query` (the model's ``aget_query_embedding``)."""
-        vector = await self.embed_model.aget_query_embedding(text)
-        if self._dimensions is None:
-            self._dimensions = len(vector)
-        return self._check([vector], 1)[0]
+    async def _aembed_query(self, text: str) -> Any:
+        return await self.embed_model.aget_query_embedding(text)
 
 
 class OffpromptEmbedding(BaseEmbedding):

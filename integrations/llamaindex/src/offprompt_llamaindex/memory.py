@@ -26,7 +26,7 @@ from llama_index.core.memory.types import BaseMemory
 
 from offprompt._validation import (
     ESCAPED_SURROGATES_META,
-    escape_lone_surrogates,
+    escape_in_run,
     has_lone_surrogate,
 )
 from offprompt.conversation import ConversationMemory, Window
@@ -62,9 +62,9 @@ logger = logging.getLogger("offprompt.llamaindex")
 def _storable(messages: list[ChatMessage]) -> list[Message]:
     """The messages converted; lone surrogates escaped and flagged instead of refused.
 
-    offprompt refuses lone surrogates everywhere (not valid Unicode, cannot be stored),
-    but this memory is inside an agent run, and refusing would crash a run that works
-    with LlamaIndex's own memory. So a message holding them is stored with each written
+    The core's rule for text arriving inside an agent run
+    (:func:`offprompt._validation.escape_in_run`): refusing would crash a run that works
+    with LlamaIndex's own memory, so a message holding them is stored with each written
     as its ``\\udXXX`` escape, flagged in ``meta["offprompt_escaped_surrogates"]`` and
     logged: visibly altered, never silently. Other bad input is still refused.
     """
@@ -76,16 +76,14 @@ def _storable(messages: list[ChatMessage]) -> list[Message]:
             raise
     converted = []
     for message, data in zip(messages, dumped, strict=True):
-        if not has_lone_surrogate(data):
+        if data is None:  # not a ChatMessage: refused, with the converter's error
             converted.append(message_from_llamaindex(message))
             continue
-        logger.warning(
-            "a %s message holds lone surrogates (invalid Unicode); stored with them "
-            "escaped as \\udXXX (meta[%r])",
-            message.role.value,
-            ESCAPED_SURROGATES_META,
-        )
-        stored = message_from_llamaindex(ChatMessage.model_validate(escape_lone_surrogates(data)))
+        escaped, changed = escape_in_run(data, what=f"a {message.role.value} message")
+        if not changed:
+            converted.append(message_from_llamaindex(message))
+            continue
+        stored = message_from_llamaindex(ChatMessage.model_validate(escaped))
         stored.meta[ESCAPED_SURROGATES_META] = True
         converted.append(stored)
     return converted

@@ -13,18 +13,19 @@
   ``grep_memory``, ``read_memory``, ``json_memory``, ``summarize_memory``), each with
   a bounded answer.
 
-Only the text of an output goes off-prompt; image and other non-text blocks of a
-``ToolOutput`` are passed through unchanged. This module only translates LlamaIndex
-types to and from the core.
+A ``ToolOutput``'s text blocks are one text output; each image, audio or document
+block holding its bytes is decided on its own and, when large (or sensitive), stored
+as a blob (never as text) and replaced by its reference, as in every adapter. This
+module only translates LlamaIndex types to and from the core.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from llama_index.core.base.llms.types import TextBlock
+from llama_index.core.base.llms.types import AudioBlock, DocumentBlock, ImageBlock, TextBlock
 from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, adapt_to_async_tool
@@ -38,14 +39,60 @@ from offprompt.task_memory.offload import (
     Offloaded,
     OffloadError,
     OffloadPolicy,
+    ToolContent,
+    failure_text,
 )
 from offprompt.task_memory.tools import MemoryToolSpec, ToolResult, memory_tool_specs
 
 __all__ = ["ACTIVITY", "OffpromptTool", "TaskMemoryToolSpec", "offprompt_tool"]
 
 
-def _text_of(output: ToolOutput) -> str:
-    return "".join(b.text for b in output.blocks if isinstance(b, TextBlock))
+def _binary_of(block: Any) -> ToolContent | None:
+    """An image, audio or document block holding its bytes inline, else ``None``.
+
+    A block that only names a URL or a path holds nothing to store: it passes through,
+    never downloaded or read (as in the LlamaIndex memory).
+    """
+    data: Any
+    if isinstance(block, ImageBlock):
+        data, mime_type = block.image, block.image_mimetype or "image/png"
+    elif isinstance(block, AudioBlock):
+        data, mime_type = block.audio, f"audio/{block.format or 'wav'}"
+    elif isinstance(block, DocumentBlock):
+        data, mime_type = block.data, block.document_mimetype or "application/octet-stream"
+    else:
+        return None
+    if isinstance(data, (bytes, bytearray)) and data:
+        return ToolContent.of_base64(bytes(data).decode("ascii"), mime_type)
+    return None
+
+
+def content_blocks(output: ToolOutput) -> tuple[list[ToolContent], list[list[int]]]:
+    """A ``ToolOutput``'s blocks mapped onto the core's :class:`ToolContent` kinds.
+
+    Returns the blocks and, parallel to them, the indices of the output blocks each
+    stands for: the ``TextBlock`` s are one text block, joined (as LangChain's text
+    parts are); an ``ImageBlock``, ``AudioBlock`` or ``DocumentBlock`` holding its
+    bytes inline is binary (stored as a blob); other blocks (a URL or a path only
+    among them) pass through unchanged.
+    """
+    texts = [i for i, b in enumerate(output.blocks) if isinstance(b, TextBlock)]
+    blocks: list[ToolContent] = []
+    parts: list[list[int]] = []
+    for index, block in enumerate(output.blocks):
+        if texts and index == texts[0]:
+            joined = "".join(output.blocks[i].text for i in texts)  # type: ignore[union-attr]
+            blocks.append(ToolContent.of_text(joined))
+            parts.append(texts)
+        elif not isinstance(block, TextBlock):
+            binary = _binary_of(block)
+            if binary is not None:
+                blocks.append(binary)
+                parts.append([index])
+    if not texts:  # an output with no text block: its (empty) text is still decided
+        blocks.insert(0, ToolContent.of_text(""))
+        parts.insert(0, [])
+    return blocks, parts
 
 
 class OffpromptTool(FunctionTool):
@@ -105,22 +152,33 @@ class OffpromptTool(FunctionTool):
     def _name(self) -> str:
         return self.metadata.get_name()
 
-    def _finish(self, output: ToolOutput, stored: Offloaded) -> ToolOutput:
-        if stored.reference is None:
+    def _finish(
+        self, output: ToolOutput, parts: list[list[int]], results: list[Offloaded]
+    ) -> ToolOutput:
+        references = [r.reference.to_artifact() for r in results if r.reference is not None]
+        if not references:
             return output  # small enough, or empty: unchanged
-        other = [b for b in output.blocks if not isinstance(b, TextBlock)]
+        replaced: dict[int, Any] = {}
+        for indices, result in zip(parts, results, strict=True):
+            if result.reference is not None and indices:
+                replaced[indices[0]] = TextBlock(text=result.text)
+                replaced.update({i: None for i in indices[1:]})  # joined into the first
+        blocks = [replaced.get(i, b) for i, b in enumerate(output.blocks)]
+        raw_output = dict(references[0])
+        if len(references) > 1:
+            raw_output["references"] = references
         return ToolOutput(
-            blocks=[TextBlock(text=stored.text), *other],
+            blocks=[b for b in blocks if b is not None],
             tool_name=self._name(),
             raw_input=output.raw_input,
-            raw_output=stored.reference.to_artifact(),
+            raw_output=raw_output,
             is_error=output.is_error,
         )
 
     def _failed(self, exc: OffloadError, raw_input: dict[str, Any]) -> ToolOutput:
         # Storing failed: report it; never fall back to showing the output.
         return ToolOutput(
-            content=f"Error: {exc}",
+            content=failure_text(exc),
             tool_name=self._name(),
             raw_input=raw_input,
             raw_output=str(exc),
@@ -152,11 +210,12 @@ class OffpromptTool(FunctionTool):
             if stored.reference is None:
                 raise  # a short error: the agent reports it as LlamaIndex does
             return self._error_output(exc, stored, kwargs)
+        blocks, parts = content_blocks(output)
         try:
-            stored = self.policy.offload(self._name(), _text_of(output), is_error=output.is_error)
+            results = self.policy.offload_content(self._name(), blocks, is_error=output.is_error)
         except OffloadError as failure:
             return self._failed(failure, output.raw_input)
-        return self._finish(output, stored)
+        return self._finish(output, parts, results)
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
         """Async twin of :meth:`call` (storage runs in a worker thread)."""
@@ -170,13 +229,14 @@ class OffpromptTool(FunctionTool):
             if stored.reference is None:
                 raise
             return self._error_output(exc, stored, kwargs)
+        blocks, parts = content_blocks(output)
         try:
-            stored = await self.policy.aoffload(
-                self._name(), _text_of(output), is_error=output.is_error
+            results = await self.policy.aoffload_content(
+                self._name(), blocks, is_error=output.is_error
             )
         except OffloadError as failure:
             return self._failed(failure, output.raw_input)
-        return self._finish(output, stored)
+        return self._finish(output, parts, results)
 
 
 def offprompt_tool(
@@ -293,7 +353,7 @@ class _MemoryTool(FunctionTool):
 
 
 class TaskMemoryToolSpec(BaseToolSpec):
-    """The core memory tools for LlamaIndex agents, over one task memory.
+    """The core memory tools for LlamaIndex agents, over one task memory or several.
 
     ``to_tool_list()`` gives ``query_memory``, ``grep_memory``, ``read_memory``,
     ``json_memory`` and ``summarize_memory`` (sync and async), with the names, argument
@@ -307,12 +367,24 @@ class TaskMemoryToolSpec(BaseToolSpec):
     The methods ``query_memory(...)`` etc. (and ``aquery_memory(...)``) run a tool
     directly with keyword arguments and return its text.
 
+    The arguments are those of LangChain's ``task_memory_tools``, with the same meaning.
+
     Args:
-        task_memory: The memory to read.
+        task_memory: One memory, or several (told apart by their ``name``: the model
+            passes the reference's ``memory_name``, and may omit it with one memory).
         max_output_tokens: Bound of every answer.
         top_n: Passages ``query_memory`` returns unless the model asks otherwise.
         summarizer: Used by ``summarize_memory``; offprompt's extractive summarizer if
             omitted (a :class:`~offprompt_llamaindex.LlamaIndexSummarizer` uses an LLM).
+        summary_tokens: Budget of ``summarize_memory`` (about ``max_output_tokens`` by
+            default).
+
+    Attributes:
+        task_memory: The first memory given.
+        task_memories: Every memory given, in order.
+
+    Raises:
+        ValidationError: No task memory, two with one name, or bad bounds.
 
     Example:
         >>> from offprompt.artifacts import TextArtifact
@@ -335,27 +407,25 @@ class TaskMemoryToolSpec(BaseToolSpec):
 
     def __init__(
         self,
-        task_memory: TaskMemory,
+        task_memory: TaskMemory | Sequence[TaskMemory],
         *,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         top_n: int = 5,
         summarizer: TextSummarizer | None = None,
+        summary_tokens: int | None = None,
     ) -> None:
-        if not isinstance(task_memory, TaskMemory):
-            raise ValidationError(
-                f"task_memory must be an offprompt TaskMemory, got {type(task_memory).__name__}"
-            )
-        self.task_memory = task_memory
+        specs = memory_tool_specs(
+            task_memory,
+            summarizer=summarizer,
+            max_output_tokens=max_output_tokens,
+            top_n=top_n,
+            summary_tokens=summary_tokens,
+        )
+        memories = [task_memory] if isinstance(task_memory, TaskMemory) else list(task_memory)
+        self.task_memory = memories[0]
+        self.task_memories = memories
         self.max_output_tokens = max_output_tokens
-        self.specs = {
-            spec.name: spec
-            for spec in memory_tool_specs(
-                task_memory,
-                summarizer=summarizer,
-                max_output_tokens=max_output_tokens,
-                top_n=top_n,
-            )
-        }
+        self.specs = {spec.name: spec for spec in specs}
 
     def to_tool_list(  # type: ignore[override]
         self,

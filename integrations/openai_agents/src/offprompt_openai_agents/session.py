@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agents.items import TResponseInputItem
@@ -46,6 +48,7 @@ from agents.memory.session_settings import (
 from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 
+from offprompt._validation import ESCAPED_SURROGATES_META, escape_in_run
 from offprompt.conversation import ConversationMemory
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import StorageError, ValidationError
@@ -54,14 +57,16 @@ from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
 from offprompt.stores import ConversationStore, release_store
 from offprompt.task_memory import TaskMemory
-from offprompt.task_memory.offload import Offloaded, OffloadPolicy
+from offprompt.task_memory.offload import OffloadPolicy, ToolContent
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 
 __all__ = ["OFFLOAD_META", "OffpromptSession", "ScopeResolver"]
 
 #: ``Message.meta`` key of an item whose output went to task memory:
-#: ``{"text": what the model sees, "reference": StoredReference.to_artifact()}``.
+#: ``{"text": what the model sees, "reference": StoredReference.to_artifact()}``; for a
+#: list output (text, images, files): ``{"output": the parts the model sees,
+#: "reference": the first, "references": every StoredReference.to_artifact()}``.
 OFFLOAD_META = "offprompt_offload"
 
 #: A function of the run's context (``RunContextWrapper.context``) giving its scope.
@@ -204,7 +209,7 @@ class OffpromptSession:
             None if task_memory is None else OffloadPolicy(task_memory, min_tokens=min_tokens)
         )
         self._scoped: dict[tuple[str, str, str, str], ConversationMemory] = {}
-        self._offloads: OrderedDict[tuple[str, str], Offloaded] = OrderedDict()
+        self._offloads: OrderedDict[tuple[str, str], _Offloaded] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -267,7 +272,12 @@ class OffpromptSession:
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
     ) -> None:
         """Store ``items`` in order, in one transaction (all converted, and large outputs
-        offloaded, before anything is written: bad input stores nothing)."""
+        offloaded, before anything is written: bad input stores nothing).
+
+        An item holding lone surrogates (invalid Unicode) is stored with each written as
+        its ``\\udXXX`` escape, flagged in ``meta["offprompt_escaped_surrogates"]`` and
+        logged, not refused: the run goes on, as without offprompt.
+        """
         memory = self._memory(wrapper)
         if isinstance(items, (str, bytes, dict)) or not isinstance(items, Sequence):
             raise ValidationError(f"add_items takes a list of items, got {type(items).__name__}")
@@ -309,9 +319,9 @@ class OffpromptSession:
             call_id = item.get("call_id")
             name = names.get(call_id) or "tool"
             offloaded = await asyncio.to_thread(self._offload_one, name, output, call_id)
-            if offloaded.reference is not None:
+            if offloaded.references:
                 replaced = dict(item)
-                replaced["output"] = offloaded.text
+                replaced["output"] = offloaded.output
                 items[index] = replaced
                 changed = True
         if not changed:
@@ -349,7 +359,14 @@ class OffpromptSession:
         return items[-limit:] if limit is not None else items
 
     def _add(self, memory: ConversationMemory, items: list[Any]) -> None:
+        # Items arrive inside an agent run: lone surrogates are escaped and flagged, not
+        # refused (the core's rule, escape_in_run), so the run goes on.
+        escaped = [escape_in_run(item, what=f"session item {i}") for i, item in enumerate(items)]
+        items = [item for item, _ in escaped]
         messages = messages_from_items(items)
+        for message, (_, changed) in zip(messages, escaped, strict=True):
+            if changed:
+                message.meta[ESCAPED_SURROGATES_META] = True
         if self.policy is not None:
             messages = self._offload(memory, items, messages)
         memory.add_messages(messages)
@@ -365,26 +382,29 @@ class OffpromptSession:
                 call_id = item.get("call_id")
                 name = names.get(call_id) or self._tool_name(memory, call_id) or "tool"
                 offloaded = self._offload_one(name, output, call_id)
-                if offloaded.reference is not None:
-                    meta = {
-                        **message.meta,
-                        OFFLOAD_META: {
-                            "text": offloaded.text,
-                            "reference": offloaded.reference.to_artifact(),
-                        },
-                    }
+                if offloaded.references:
+                    seen: dict[str, Any] = {"reference": offloaded.references[0]}
+                    if isinstance(offloaded.output, str):
+                        seen["text"] = offloaded.output
+                    else:
+                        seen["output"] = offloaded.output
+                        seen["references"] = offloaded.references
+                    meta = {**message.meta, OFFLOAD_META: seen}
                     message = message.model_copy(update={"meta": meta})
             out.append(message)
         return out
 
-    def _offload_one(self, name: str, output: str, call_id: Any) -> Offloaded:
+    def _offload_one(self, name: str, output: str | list[Any], call_id: Any) -> _Offloaded:
         assert self.policy is not None
-        key = (str(call_id), hashlib.sha256(output.encode("utf-8")).hexdigest())
+        # surrogatepass: an output holding lone surrogates still has a key (it is stored
+        # with them escaped, the core's rule for text arriving inside a run).
+        text = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
+        key = (str(call_id), hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
         with self._lock:
             known = self._offloads.get(key)
         if known is not None:
             return known
-        offloaded = self.policy.offload(name, output, call_id=str(call_id) if call_id else None)
+        offloaded = _offloaded(self.policy, name, output, call_id=str(call_id) if call_id else None)
         with self._lock:
             self._offloads[key] = offloaded
             while len(self._offloads) > _REMEMBERED:
@@ -424,14 +444,81 @@ def _call_names(items: Sequence[Any]) -> dict[Any, str]:
     }
 
 
-def _large_output_candidate(item: Any) -> str | None:
-    """The string output of a ``function_call_output`` item that the policy should see."""
+def _large_output_candidate(item: Any) -> str | list[Any] | None:
+    """The output of a ``function_call_output`` item that the policy should see: a
+    string, or a list of ``input_text`` / ``input_image`` / ``input_file`` parts."""
     if not isinstance(item, dict) or item.get("type") != "function_call_output":
         return None
     output = item.get("output")
+    if isinstance(output, list) and output:
+        return output
     if not isinstance(output, str) or not output or _is_reference(output):
         return None
     return output
+
+
+@dataclass(frozen=True)
+class _Offloaded:
+    """What the policy made of one output: the output the model sees, the references."""
+
+    output: str | list[Any]
+    references: list[dict[str, Any]]
+
+
+def _data_url(url: Any) -> tuple[str, str] | None:
+    """``(mime_type, base64)`` of a ``data:...;base64,`` URL, else ``None``."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    header, comma, data = url[5:].partition(",")
+    if not comma or not header.endswith(";base64"):
+        return None
+    return header[: -len(";base64")] or "application/octet-stream", data
+
+
+def _binary_part(part: dict[str, Any]) -> ToolContent | None:
+    """An ``input_image`` / ``input_file`` part holding its bytes (a data URL), else ``None``."""
+    if part.get("type") == "input_image":
+        found = _data_url(part.get("image_url"))
+    elif part.get("type") == "input_file":
+        found = _data_url(part.get("file_data"))
+    else:
+        return None
+    return ToolContent.of_base64(found[1], found[0]) if found else None
+
+
+def _offloaded(
+    policy: OffloadPolicy, name: str, output: str | list[Any], *, call_id: str | None
+) -> _Offloaded:
+    """The core policy on one output; a list output is mapped onto the core's kinds (its
+    ``input_text`` parts one text block, each image or file holding its bytes a blob)."""
+    if isinstance(output, str):
+        one = policy.offload(name, output, call_id=call_id)
+        refs = [one.reference.to_artifact()] if one.reference is not None else []
+        return _Offloaded(one.text if refs else output, refs)
+    texts = [
+        i
+        for i, part in enumerate(output)
+        if isinstance(part, dict) and part.get("type") == "input_text"
+    ]
+    blocks: list[ToolContent] = []
+    where: list[list[int]] = []
+    if texts:
+        blocks.append(ToolContent.of_text("".join(str(output[i].get("text", "")) for i in texts)))
+        where.append(texts)
+    for index, part in enumerate(output):
+        binary = _binary_part(part) if isinstance(part, dict) else None
+        if binary is not None:
+            blocks.append(binary)
+            where.append([index])
+    results = policy.offload_content(name, blocks, call_id=call_id)
+    replaced: dict[int, Any] = {}
+    for indices, result in zip(where, results, strict=True):
+        if result.reference is not None:
+            replaced[indices[0]] = {"type": "input_text", "text": result.text}
+            replaced.update({i: None for i in indices[1:]})
+    refs = [r.reference.to_artifact() for r in results if r.reference is not None]
+    parts = [replaced.get(i, part) for i, part in enumerate(output)]
+    return _Offloaded([p for p in parts if p is not None] if refs else output, refs)
 
 
 def _items_of(message: Message, view: bool) -> list[Any]:
@@ -441,6 +528,9 @@ def _items_of(message: Message, view: bool) -> list[Any]:
     if item is None:
         return message_to_items(message)
     offloaded = message.meta.get(OFFLOAD_META)
-    if view and isinstance(offloaded, dict) and isinstance(offloaded.get("text"), str):
-        item["output"] = offloaded["text"]
+    if view and isinstance(offloaded, dict):
+        if isinstance(offloaded.get("text"), str):
+            item["output"] = offloaded["text"]
+        elif isinstance(offloaded.get("output"), list):
+            item["output"] = offloaded["output"]
     return [item]
