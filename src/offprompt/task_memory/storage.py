@@ -411,10 +411,6 @@ class TextArtifactStorage:
             consume_behind(store_chunks, segments())
         else:
             store_chunks(segments())
-        if store.walless:
-            # A derived index without a WAL: the chunks are durable from here on, before
-            # the caller records this index as holding them.
-            store.flush()
         # Seal every ~64 MiB of chunks into a read-only segment (see QdrantVectorStore.
         # compact): the engine's RAM for them drops from ~4 KB to ~0.6 KB per chunk.
         store.compact(min_bytes=COMPACT_BYTES)

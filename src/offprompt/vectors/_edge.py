@@ -15,9 +15,9 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar, cast
 
 from offprompt.errors import StorageError
 from offprompt.vectors._backends import (
@@ -336,7 +336,10 @@ def _release_heap() -> None:
         ctypes.CDLL(name).malloc_trim(0)
 
 
-def _gated(method: Any) -> Any:
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _gated(method: _Method) -> _Method:
     """Run an :class:`EdgeBackend` method under its gate's shared hold."""
 
     @functools.wraps(method)
@@ -344,7 +347,7 @@ def _gated(method: Any) -> Any:
         with self._gate.shared():
             return method(self, *args, **kwargs)
 
-    return run
+    return cast(_Method, run)
 
 
 class _Gate:
@@ -357,7 +360,7 @@ class _Gate:
         self._exclusive = False
 
     @contextlib.contextmanager
-    def shared(self) -> Any:
+    def shared(self) -> Iterator[None]:
         with self._cond:
             while self._exclusive:
                 self._cond.wait()
@@ -370,7 +373,7 @@ class _Gate:
                 self._cond.notify_all()
 
     @contextlib.contextmanager
-    def exclusive(self) -> Any:
+    def exclusive(self) -> Iterator[None]:
         with self._cond:
             while self._exclusive:
                 self._cond.wait()
@@ -409,10 +412,11 @@ class EdgeBackend:
 
     ``wal=False`` creates a shard at ``path`` without a write-ahead log, for an index
     derived from data kept elsewhere (task memory's chunk index: its text is in the
-    store). Its writes are durable once :meth:`flush` returns (the backend flushes after
-    every delete and payload update itself; callers flush after their upserts), and a
-    shard the engine cannot load (a crash mid-flush) is deleted and created empty
-    (:attr:`rebuilt`), to be filled again from the data it was derived from.
+    store). Its writes are durable once flushed (every ~32 MiB of upserts, on
+    :meth:`compact` and :meth:`close`; after every delete and payload update at once):
+    a crash loses the upserts since the last flush, which the caller writes again from
+    the data the index is derived from. A shard the engine cannot load (a crash
+    mid-flush) is deleted and created empty (:attr:`rebuilt`).
     """
 
     name = "edge"

@@ -136,9 +136,13 @@ class QdrantVectorStore:
         wal: With ``path=`` (the embedded engine), ``False`` creates the collection
             without the engine's write-ahead log, for an index derived from data kept
             elsewhere (task memory's chunk index; its text is in the task store): about
-            0.3 bytes on disk per byte of indexed text less, but an upsert is durable
-            only after :meth:`flush` (deletes and metadata writes flush at once), and a
-            collection the engine cannot load after a crash is created again, empty
+            0.3 bytes on disk per byte of indexed text less, and no point written twice.
+            Upserts (points and metadata) are durable once flushed: by :meth:`flush`,
+            every ~32 MiB of upserts, :meth:`compact` and :meth:`close`; deletes and
+            payload updates flush at once. A crash loses the upserts since the last
+            flush, together (each flush saves the collection as it was, so a record
+            written after the points it describes never outlives them). A collection
+            the engine cannot load after a crash is created again, empty
             (:attr:`rebuilt`). An existing collection keeps what it was created with.
 
     Attributes:
@@ -695,8 +699,6 @@ class QdrantVectorStore:
             payload=self._payload(namespace, key, "", payload, kind=_META),
         )
         self._backend.upsert([point])
-        if self.walless:
-            self._backend.flush()  # one small point: durable at once, as with a WAL
 
     def get_metadata(self, namespace: str, key: str) -> dict[str, Any] | None:
         """The metadata document ``key`` of ``namespace``, or None."""
@@ -735,7 +737,7 @@ class QdrantVectorStore:
     @property
     def walless(self) -> bool:
         """Whether this is an embedded collection at ``path=`` without a write-ahead log
-        (see ``wal``): its upserts are durable only after :meth:`flush`."""
+        (see ``wal``): its upserts are durable once flushed."""
         backend = self._backend
         return isinstance(backend, EdgeBackend) and backend.walless
 
