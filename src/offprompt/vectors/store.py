@@ -133,16 +133,11 @@ class QdrantVectorStore:
             them with another embedder raises :class:`~offprompt.errors.StorageError`.
         payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
             | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
-        wal: With ``path=`` (the embedded engine), ``False`` creates the collection
-            without the engine's write-ahead log, for an index derived from data kept
-            elsewhere (task memory's chunk index; its text is in the task store): about
-            0.3 bytes on disk per byte of indexed text less, and no point written twice.
-            Upserts (points and metadata) are durable once flushed: by :meth:`flush`,
-            every ~32 MiB of upserts, :meth:`compact` and :meth:`close`; deletes and
-            payload updates flush at once. A crash loses the upserts since the last
-            flush, together (each flush saves the collection as it was, so a record
-            written after the points it describes never outlives them). A collection
-            the engine cannot load after a crash is created again, empty
+        wal: ``False`` (embedded, ``path=``): no write-ahead log, for an index derived
+            from data kept elsewhere (task memory's chunks). Upserts are durable once
+            flushed (:meth:`flush`, every ~32 MiB, :meth:`compact`, :meth:`close`);
+            deletes flush at once; a crash loses the upserts since the last flush,
+            together. A collection the engine cannot load is created again, empty
             (:attr:`rebuilt`). An existing collection keeps what it was created with.
 
     Attributes:
@@ -742,16 +737,10 @@ class QdrantVectorStore:
         return isinstance(backend, EdgeBackend) and backend.walless
 
     def compact(self, min_bytes: int = 0) -> bool:
-        """Seal what was written since the last compaction so the engine's memory for it
-        is released (embedded engine at ``path=``; otherwise nothing happens).
-
-        The embedded engine keeps the points of its appendable segment indexed in RAM
-        (about 4 KB per 512-token chunk of tool output). Compacting runs its optimizer
-        (the points move to a read-only segment whose indexes are memory-mapped) and
-        reloads the collection, which releases that memory: about 0.6 KB per chunk
-        stays. It takes seconds for tens of thousands of points, during which other
-        calls on this store wait; it runs only when at least ``min_bytes`` (an estimate
-        of the points' size) were written since the last time. Returns whether it ran.
+        """Seal what was written since the last compaction into a read-only segment and
+        reload, so the embedded engine's RAM for it (~4 KB per 512-token chunk; ~0.6 KB
+        after) is released; only at ``path=``, and only when at least ``min_bytes`` (an
+        estimate) were written since. Other calls wait meanwhile. Returns whether it ran.
         """
         backend = self._backend
         return isinstance(backend, EdgeBackend) and backend.compact(min_bytes)
