@@ -119,8 +119,12 @@ def open_index(root: Path) -> tuple[QdrantVectorStore, str]:
 
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
+            # Derived from the stored text (rebuilt from it if unreadable): no WAL.
             return QdrantVectorStore(
-                path=str(root / "vectors"), lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE
+                path=str(root / "vectors"),
+                lexical=TOOL_OUTPUT_LEXICAL,
+                dense=TOOL_OUTPUT_DENSE,
+                wal=False,
             ), "path"
         except StorageError as exc:
             if "WouldBlock" not in str(exc) and "lock" not in str(exc).lower():

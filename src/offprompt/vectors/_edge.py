@@ -7,12 +7,17 @@ for the protocol it meets).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import functools
 import json
 import os
 import shutil
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar, cast
 
 from offprompt.errors import StorageError
 from offprompt.vectors._backends import (
@@ -227,6 +232,15 @@ def existing_dense(directory: Path) -> bool | None:
     return DENSE in (raw.get("vectors") or {})
 
 
+def existing_wal(directory: Path) -> bool | None:
+    """Whether the shard at ``directory`` was created with a write-ahead log (``None``: no
+    shard there yet)."""
+    raw = _existing_config(directory)
+    if raw is None:
+        return None
+    return raw.get("wal_enabled") is not False
+
+
 def edge_config(
     dimensions: int,
     sparse: bool,
@@ -234,13 +248,21 @@ def edge_config(
     ephemeral: bool,
     sparse_name: str = WORDS,
     dense: bool = True,
+    wal: bool | None = None,
 ) -> Any:
     """The ``qdrant_edge.EdgeConfig`` of an offprompt collection.
 
     An ephemeral shard (a private temporary directory deleted on close) gains nothing
     from a write-ahead log, so it has none: upserts skip writing every point to disk a
-    second time. A shard at a ``path=`` keeps the engine's durable defaults. Without
-    ``dense`` the shard holds sparse vectors only (no storage for dense ones at all).
+    second time. A shard at a ``path=`` keeps the engine's write-ahead log unless
+    ``wal`` is False (``None``: what an existing shard was created with; the engine
+    refuses to change it). Without ``dense`` the shard holds sparse vectors only (no
+    storage for dense ones at all).
+
+    The sparse index the optimizer builds (:meth:`EdgeBackend.compact`) is memory-mapped
+    (``Memory.Cold``) with float16 weights: 0.33 KB per chunk of tool output on disk
+    instead of 0.53 KB, and no anonymous memory (it stays in the page cache). An
+    appendable segment keeps its own index in RAM whatever this says.
     """
     import qdrant_edge as qe
 
@@ -251,10 +273,119 @@ def edge_config(
             else None
         ),
         sparse_vectors=(
-            {sparse_name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if sparse else None
+            {
+                sparse_name: qe.EdgeSparseVectorParams(
+                    modifier=qe.Modifier.Idf,
+                    memory=qe.Memory.Cold,
+                    datatype=qe.VectorStorageDatatype.Float16,
+                )
+            }
+            if sparse
+            else None
         ),
-        wal_enabled=False if ephemeral else None,
+        payload_memory=qe.Memory.Cold,
+        id_tracker_memory=qe.Memory.Cold,
+        # The optimizer runs only in compact(): each call seals what was appended into a
+        # segment of its own instead of merging it with the older ones (a merge rewrites
+        # every earlier point again, compaction after compaction).
+        optimizers=qe.EdgeOptimizersConfig(default_segment_number=_EDGE_SEGMENTS),
+        wal_enabled=False if ephemeral else wal,
     )
+
+
+#: Segments a compacted shard may keep before the optimizer merges them.
+_EDGE_SEGMENTS = 16
+_LOCK_SUFFIX = ".lock"
+
+
+def _lock_directory(directory: Path) -> IO[bytes] | None:
+    """Hold an exclusive ``flock`` on ``<directory>.lock`` (beside the shard, so a
+    :meth:`EdgeBackend.purge` that swaps the directory keeps it); ``None`` without fcntl.
+
+    The engine locks a shard only through its write-ahead log: a shard without one could
+    be opened by two processes at once, each overwriting the other's files.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(directory.with_name(directory.name + _LOCK_SUFFIX), "a+b")  # noqa: SIM115
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise StorageError(
+            f"cannot open embedded Qdrant shard at {directory}: it is locked by another "
+            "process (WouldBlock)",
+            path=str(directory),
+        ) from None
+    return handle
+
+
+def _release_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc only; elsewhere nothing).
+
+    The engine frees a closed segment's memory, but glibc keeps freed pages in the
+    process (a shard of 51k chunks: 246 MB anonymous after close, 155 MB after this).
+    """
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(name).malloc_trim(0)
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _gated(method: _Method) -> _Method:
+    """Run an :class:`EdgeBackend` method under its gate's shared hold."""
+
+    @functools.wraps(method)
+    def run(self: EdgeBackend, *args: Any, **kwargs: Any) -> Any:
+        with self._gate.shared():
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, run)
+
+
+class _Gate:
+    """A shared/exclusive lock: engine calls share it, :meth:`EdgeBackend.compact` (which
+    closes and reloads the shard) holds it alone. Shared holds must not nest (a waiting compaction would block the inner one)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            self._exclusive = True  # new shared holds wait from here on
+            while self._shared:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
 
 
 _PURGE_NEW = ".purge-new"
@@ -278,6 +409,14 @@ class EdgeBackend:
     ":memory:" equivalent: nothing outlives the process; a killed process's directory
     is removed by the next one created, see :mod:`offprompt.vectors._scratch`), so it
     runs without a write-ahead log (see :func:`edge_config`).
+
+    ``wal=False`` creates a shard at ``path`` without a write-ahead log, for an index
+    derived from data kept elsewhere (task memory's chunk index: its text is in the
+    store). Its writes are durable once flushed (every ~32 MiB of upserts, on
+    :meth:`compact` and :meth:`close`; after every delete and payload update at once):
+    a crash loses the upserts since the last flush, which the caller writes again from
+    the data the index is derived from. A shard the engine cannot load (a crash
+    mid-flush) is deleted and created empty (:attr:`rebuilt`).
     """
 
     name = "edge"
@@ -290,41 +429,85 @@ class EdgeBackend:
         sparse: bool,
         sparse_name: str = WORDS,
         dense: bool = True,
+        wal: bool = True,
     ) -> None:
         import qdrant_edge as qe
 
         self.qe = qe
         self._temp: ScratchDir | None = None
+        self._lock: IO[bytes] | None = None
         if path is None:
             self._temp = ScratchDir()  # removes those of processes that died, too
             directory = Path(self._temp.path) / collection
         else:
             directory = Path(path) / collection
+            try:
+                self._lock = _lock_directory(directory)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot open embedded Qdrant shard at {directory}: {exc}",
+                    path=str(directory),
+                ) from None
         self.directory = directory
-        # An existing shard keeps the sparse vector it was written with (see SPARSE), and
-        # its dense vector or the lack of one.
+        #: Whether the shard could not be loaded and was created empty (``wal=False`` only).
+        self.rebuilt = False
+        try:
+            self._open(qe, path, collection, dimensions, sparse, sparse_name, dense, wal)
+        except BaseException:
+            self._release()
+            raise
+        self._indexed: set[str] = set()
+        self._index_schemas: dict[str, Any] = {}
+        self._closed = False
+        self._unflushed = 0  # bytes upserted since the last flush (durable shards only)
+        self._appended = 0  # bytes upserted since the last compaction
+        # compact() closes and reloads the shard: every other call holds this gate shared
+        self._gate = _Gate()
+
+    def _open(
+        self,
+        qe: Any,
+        path: str | None,
+        collection: str,
+        dimensions: int,
+        sparse: bool,
+        sparse_name: str,
+        dense: bool,
+        wal: bool,
+    ) -> None:
+        directory = self.directory
+        # An existing shard keeps the sparse vector it was written with (see SPARSE), its
+        # dense vector or the lack of one, and its write-ahead log or the lack of one.
         self.sparse_name = existing_sparse_name(directory) or sparse_name
         had_dense = existing_dense(directory)
         self.dense = dense if had_dense is None else had_dense
+        had_wal = existing_wal(directory)
+        #: A durable shard without a write-ahead log (see the class docs).
+        self.walless = path is not None and (not wal if had_wal is None else not had_wal)
         config = edge_config(
             dimensions,
             sparse,
             ephemeral=path is None,
             sparse_name=self.sparse_name,
             dense=self.dense,
+            wal=False if self.walless else None,
         )
         self._config = config
         _finish_interrupted_purge(directory)
-        try:
-            existing = unbacked_bytes(directory) if directory.is_dir() else 0
-            check_free_space(directory, existing, doing="open the embedded Qdrant shard")
-        except StorageError:
-            if self._temp is not None:
-                self._temp.remove()
-            raise
+        existing = unbacked_bytes(directory) if directory.is_dir() else 0
+        check_free_space(directory, existing, doing="open the embedded Qdrant shard")
         try:
             if directory.is_dir() and any(directory.iterdir()):
-                self.shard = qe.EdgeShard.load(str(directory), config)
+                try:
+                    self.shard = qe.EdgeShard.load(str(directory), config)
+                except Exception:
+                    if not self.walless:
+                        raise
+                    # A derived index the engine cannot read: start it again, empty.
+                    shutil.rmtree(directory)
+                    directory.mkdir(parents=True)
+                    self.shard = qe.EdgeShard.create(str(directory), config)
+                    self.rebuilt = True
             else:
                 directory.mkdir(parents=True, exist_ok=True)
                 self.shard = qe.EdgeShard.create(str(directory), config)
@@ -334,18 +517,25 @@ class EdgeBackend:
                 path=str(directory),
                 collection=collection,
             ) from None
-        self._indexed: set[str] = set()
-        self._index_schemas: dict[str, Any] = {}
-        self._closed = False
-        self._unflushed = 0  # bytes upserted since the last flush (durable shards only)
 
+    def _release(self) -> None:
+        if self._temp is not None:
+            self._temp.remove()
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                self._lock.close()
+            self._lock = None
+
+    @_gated
     def ensure_index(self, key: str, kind: IndexKind, *, tenant: bool = False) -> None:
         if key in self._indexed:
             return
         qe = self.qe
         schema: Any
         if kind == "keyword" or kind == "bool":  # bools are stored as keywords here
-            schema = qe.KeywordIndexParams(is_tenant=tenant or None)
+            # Memory-mapped once compact() seals a segment (an appendable one keeps its
+            # own in RAM): a keyword index of unique values (record_id) is ~110 B a point.
+            schema = qe.KeywordIndexParams(is_tenant=tenant or None, memory=qe.Memory.Cold)
         else:
             schema = {
                 "integer": qe.PayloadSchemaType.Integer,
@@ -360,6 +550,7 @@ class EdgeBackend:
         self._indexed.add(key)
         self._index_schemas[key] = schema
 
+    @_gated
     def purge(self) -> list[str]:
         """Rewrite the shard from its live points; return the layers that keep old bytes.
 
@@ -426,6 +617,7 @@ class EdgeBackend:
                 must.append(qe.FieldCondition(key, match=qe.MatchValue(_edge_encode(value))))
         return qe.Filter(must=must)
 
+    @_gated
     def upsert(self, points: Sequence[BackendPoint]) -> None:
         qe = self.qe
         batch = []
@@ -441,12 +633,14 @@ class EdgeBackend:
             self.directory, _EDGE_WRITE_FACTOR * size, doing=f"store {len(points)} points"
         )
         self.shard.update(qe.UpdateOperation.upsert_points(batch))
+        self._appended += size
         if self._temp is None:
             self._unflushed += size
             if self._unflushed >= _EDGE_FLUSH_BYTES:
                 self._unflushed = 0
                 self.shard.flush()  # lets the engine drop what its WAL holds
 
+    @_gated
     def query(
         self,
         dense: list[float] | None,
@@ -528,6 +722,7 @@ class EdgeBackend:
                     return kept
         return kept if len(found) < wanted else None
 
+    @_gated
     def scroll(
         self,
         cond: Cond,
@@ -551,10 +746,12 @@ class EdgeBackend:
         out = [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
         return out, (str(next_offset) if next_offset is not None and not order_by else None)
 
+    @_gated
     def retrieve(self, ids: Sequence[str]) -> list[Scored]:
         records = self.shard.retrieve(list(ids), True, False)
         return [Scored(str(r.id), 0.0, _edge_decode(dict(r.payload or {}))) for r in records]
 
+    @_gated
     def set_payload_filter(self, cond: Cond, payload: dict[str, Any]) -> None:
         ids = next((v for k, v in cond if k == "record_id" and isinstance(v, list)), [None])
         size = _point_bytes(BackendPoint("", None, None, payload))
@@ -565,34 +762,85 @@ class EdgeBackend:
             self._filter(cond), _edge_encode(payload)
         )
         self.shard.update(operation)
+        self._sync()
 
+    @_gated
     def delete_ids(self, ids: Sequence[str]) -> None:
         check_free_space(self.directory, 0, doing="delete points")  # deletes write the WAL
         self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
+        self._sync()
 
+    @_gated
     def delete_filter(self, cond: Cond) -> None:
         check_free_space(self.directory, 0, doing="delete points")
         self.shard.update(self.qe.UpdateOperation.delete_points_by_filter(self._filter(cond)))
+        self._sync()
 
+    @_gated
     def count(self, cond: Cond) -> int:
         return int(self.shard.count(self.qe.CountRequest(exact=True, filter=self._filter(cond))))
 
+    @_gated
     def facet(self, key: str, cond: Cond, limit: int) -> list[str]:
         response = self.shard.facet(
             self.qe.FacetRequest(key, limit=limit, exact=True, filter=self._filter(cond))
         )
         return sorted(str(_edge_decode(h.value)) for h in response.hits)
 
+    def _sync(self) -> None:
+        """Make a delete or payload update durable at once on a shard without a WAL."""
+        if self.walless:
+            self.shard.flush()
+
+    @_gated
     def flush(self) -> None:
         self.shard.flush()
+        self._unflushed = 0
+
+    def compact(self, min_bytes: int = 0) -> bool:
+        """Seal what was appended since the last compaction into an indexed, read-only
+        segment and reload the shard, so the engine's memory for it is released.
+
+        The engine keeps an appendable segment's sparse index, payload indexes and id
+        tracker in RAM (about 4 KB per 512-token chunk of tool output); its optimizer
+        rewrites them into a segment whose indexes are memory-mapped, but the process
+        keeps the memory until the shard is closed. So: flush, optimize, close, return
+        the freed heap to the system, load. Only a durable shard (``path=``) is
+        compacted, and only when at least ``min_bytes`` (:func:`_point_bytes`) were
+        upserted since the last time; returns whether it ran. Every other call waits
+        meanwhile.
+        """
+        if self._temp is not None or self._appended < max(1, min_bytes):
+            return False
+        with self._gate.exclusive():
+            if self._closed:
+                return False
+            check_free_space(self.directory, 0, doing="compact the shard")
+            self.shard.flush()
+            self.shard.optimize()
+            self.shard.close()
+            _release_heap()
+            try:
+                self.shard = self.qe.EdgeShard.load(str(self.directory), self._config)
+            except Exception as exc:
+                self._closed = True
+                self._release()
+                raise StorageError(
+                    f"cannot reload embedded Qdrant shard at {self.directory} after "
+                    f"compacting it: {exc}",
+                    path=str(self.directory),
+                ) from None
+            self._appended = 0
+            self._unflushed = 0
+            return True
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.shard.flush()
-            self.shard.close()
-        finally:
-            if self._temp is not None:
-                self._temp.remove()
+        with self._gate.exclusive():
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self.shard.flush()
+                self.shard.close()
+            finally:
+                self._release()

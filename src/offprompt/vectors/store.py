@@ -133,10 +133,18 @@ class QdrantVectorStore:
             them with another embedder raises :class:`~offprompt.errors.StorageError`.
         payload_indexes: Extra payload fields to index, ``{"field": "keyword" | "integer"
             | "float" | "bool" | "datetime"}`` (servers need them for filters and order_by).
+        wal: ``False`` (embedded, ``path=``): no write-ahead log, for an index derived
+            from data kept elsewhere (task memory's chunks). Upserts are durable once
+            flushed (:meth:`flush`, every ~32 MiB, :meth:`compact`, :meth:`close`);
+            deletes flush at once; a crash loses the upserts since the last flush,
+            together. A collection the engine cannot load is created again, empty
+            (:attr:`rebuilt`). An existing collection keeps what it was created with.
 
     Attributes:
         engine: The engine in use, ``"edge"`` or ``"client"``.
         tenant: This view's tenant.
+        rebuilt: Whether an unreadable collection without a write-ahead log was
+            created again, empty, on open (see ``wal``).
 
     Example:
         >>> store = QdrantVectorStore()
@@ -166,6 +174,7 @@ class QdrantVectorStore:
         analyzer: Analyzer | None = None,
         lexical: Literal["words", "tokens"] = "words",
         dense: bool = True,
+        wal: bool = True,
     ) -> None:
         validate_namespace(collection, what="collection")
         if not dense and not sparse:
@@ -201,7 +210,7 @@ class QdrantVectorStore:
         dims = int(embedder.dimensions)
         backend: VectorBackend
         if engine == "edge":
-            backend = EdgeBackend(path, collection, dims, sparse, sparse_name, dense)
+            backend = EdgeBackend(path, collection, dims, sparse, sparse_name, dense, wal)
         else:
             from qdrant_client import AsyncQdrantClient, QdrantClient
 
@@ -230,6 +239,7 @@ class QdrantVectorStore:
             )
         self.fusion_weights = (float(fusion_weights[0]), float(fusion_weights[1]))
         self.engine: str = backend.name
+        self.rebuilt: bool = isinstance(backend, EdgeBackend) and backend.rebuilt
         self.collection = collection
         encoder: BM25WordEncoder | BM25SparseEncoder | None = None
         if sparse and backend.sparse_name == BM25SparseEncoder.vector_name:
@@ -718,6 +728,22 @@ class QdrantVectorStore:
     def flush(self) -> None:
         """Make everything written so far durable (edge engine; a no-op for qdrant-client)."""
         self._backend.flush()
+
+    @property
+    def walless(self) -> bool:
+        """Whether this is an embedded collection at ``path=`` without a write-ahead log
+        (see ``wal``): its upserts are durable once flushed."""
+        backend = self._backend
+        return isinstance(backend, EdgeBackend) and backend.walless
+
+    def compact(self, min_bytes: int = 0) -> bool:
+        """Seal what was written since the last compaction into a read-only segment and
+        reload, so the embedded engine's RAM for it (~4 KB per 512-token chunk; ~0.6 KB
+        after) is released; only at ``path=``, and only when at least ``min_bytes`` (an
+        estimate) were written since. Other calls wait meanwhile. Returns whether it ran.
+        """
+        backend = self._backend
+        return isinstance(backend, EdgeBackend) and backend.compact(min_bytes)
 
     def purge(self) -> list[str]:
         """Remove the bytes of deleted points from the engine's files (after ``forget``).
