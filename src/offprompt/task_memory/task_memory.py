@@ -348,6 +348,7 @@ class TaskMemory:
         # them before its next batch, see _yield_to_reads.
         self._reads = 0
         self._reads_done = threading.Condition()
+        self._yield_after = 0.0  # monotonic time before which indexing does not yield
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         # The text of raw writes not yet indexed, by generation: the indexer starts from
         # the str it was given instead of decoding the stored bytes again. Bounded in
@@ -893,8 +894,8 @@ class TaskMemory:
                     self._reads_done.notify_all()
 
     def _yield_to_reads(self, should_stop: Callable[[], bool]) -> None:
-        """Before each background indexing batch: wait while reads of this process run
-        (at most ``_YIELD_SECONDS``).
+        """Between background indexing steps: wait while reads of this process run (at
+        most ``_YIELD_SECONDS``, then index on as long before yielding again).
 
         A read is a few C calls over the raw text, an indexing batch mostly Python and
         Rust calls that keep the GIL for tens of ms (the embedded engine's upsert): beside
@@ -902,11 +903,13 @@ class TaskMemory:
         Queries are not reads here: they may wait for this very indexer.
         """
         with self._reads_done:
-            if self._reads:
-                self._reads_done.wait_for(
-                    lambda: not self._reads or self._closed or should_stop(),
-                    timeout=_YIELD_SECONDS,
-                )
+            if not self._reads or time.monotonic() < self._yield_after:
+                return
+            if not self._reads_done.wait_for(
+                lambda: not self._reads or self._closed or should_stop(),
+                timeout=_YIELD_SECONDS,
+            ):  # reads kept running: index on as long before yielding again
+                self._yield_after = time.monotonic() + _YIELD_SECONDS
 
     def _index_failed(self, key: str, exc: BaseException) -> None:
         emit_safely(
