@@ -260,3 +260,73 @@ def test_close_frees_an_indexing_batch_waiting_for_reads(monkeypatch: pytest.Mon
         memory.close()
         waiter.join(30)
     assert waited.is_set()
+
+
+def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that begins while the indexer upserts a batch stops it within a step of
+    a few ms, not at the batch's end: the engine's upserts of a 512-chunk batch kept the
+    GIL for 0.05-0.1 s, which a 50 MB grep beside them had to share."""
+    from offprompt.task_memory import task_memory as module
+
+    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)  # only the read's end frees it
+    with TaskMemory() as memory:
+        upserts: list[tuple[int, bool]] = []  # (points, was a read running?) per engine call
+        held = threading.Event()
+        go_on = threading.Event()
+        backend = memory.vector_store._core.backend
+        upsert = backend.upsert
+
+        def watched(points: Sequence[object]) -> None:
+            if len(points) == 1:  # the namespace's metadata point, not a chunk batch
+                upsert(points)  # type: ignore[arg-type]
+                return
+            before = sum(n for n, _ in upserts)
+            upserts.append((len(points), memory._reads > 0))
+            if before == 32 + 64 + 128 + 256 and not held.is_set():  # the 5th batch: 512
+                held.set()
+                go_on.wait(60)
+            upsert(points)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(backend, "upsert", watched)
+        memory.process_output("logs", "call", TextArtifact(_logs(30_000) + NEEDLE, name="r"))
+        assert held.wait(60), "indexing never reached its fifth batch"
+        with memory._reading():  # a read begins while the batch's first step is upserted
+            go_on.set()
+            reading_since = len(upserts)
+            time.sleep(0.5)  # time for the rest of the batch, had it not stopped
+            during = upserts[reading_since:]
+        assert during == []
+        assert memory.wait_indexed("r", timeout=120)
+        assert not any(read for _, read in upserts[reading_since:])
+        assert sum(n for n, _ in upserts) > 32 + 64 + 128 + 256 + 512
+        assert any("K-77421" in h.value for h in memory.query("r", "rotation key K-77421").value)
+
+
+def test_indexing_under_steady_reads_yields_then_indexes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Indexing yields to reads at every step, so under reads that never end it would
+    wait a whole ``_YIELD_SECONDS`` a chunk: after a wait that the reads outlast, it
+    indexes on for as long before it waits again."""
+    from offprompt.task_memory import task_memory as module
+
+    monkeypatch.setattr(module, "_YIELD_SECONDS", 1.0)
+    with TaskMemory() as memory:
+        waits: list[float] = []
+        real_wait_for = memory._reads_done.wait_for
+
+        def counted(*args: object, **kwargs: object) -> bool:
+            waits.append(time.monotonic())
+            return bool(real_wait_for(*args, **kwargs))  # type: ignore[arg-type]
+
+        monkeypatch.setattr(memory._reads_done, "wait_for", counted)
+        with memory._reading():  # a read that outlasts the wait
+            memory._yield_to_reads(lambda: False)
+            assert len(waits) == 1
+            memory._yield_to_reads(lambda: False)  # indexes on: no second wait
+            assert len(waits) == 1
+        with memory._reading():
+            memory._yield_to_reads(lambda: False)  # reads again, budget left: still none
+            assert len(waits) == 1
