@@ -330,3 +330,31 @@ def test_indexing_under_steady_reads_yields_then_indexes_on(
         with memory._reading():
             memory._yield_to_reads(lambda: False)  # reads again, budget left: still none
             assert len(waits) == 1
+
+
+def test_json_queries_and_outlines_hold_indexing_off_while_they_walk_the_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The JMESPath walk (seconds of Python over 100k items) is part of the read, not
+    only the parse: indexing of the process waits for it like for a grep."""
+    from offprompt.task_memory import json_view
+
+    seen: list[int] = []
+    query, outline = json_view.query, json_view.outline
+    with TaskMemory() as memory:
+
+        def watched_query(*args: object, **kwargs: object) -> object:
+            seen.append(memory._reads)
+            return query(*args, **kwargs)  # type: ignore[arg-type]
+
+        def watched_outline(*args: object, **kwargs: object) -> object:
+            seen.append(memory._reads)
+            return outline(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(json_view, "query", watched_query)
+        monkeypatch.setattr(json_view, "outline", watched_outline)
+        memory.store_artifact("jobs", TextArtifact('{"items": [{"id": 1}, {"id": 2}]}'))
+        seen.clear()  # the card's outline, made while storing
+        assert memory.json_query("jobs", "length(items)") == 2
+        assert "items" in memory.json_outline("jobs")
+        assert seen == [1, 1]

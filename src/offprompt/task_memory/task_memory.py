@@ -1397,8 +1397,9 @@ class TaskMemory:
         """
         if not isinstance(depth, int) or not 1 <= depth <= 10:
             raise ValidationError(f"depth must be an int in 1..10, got {depth!r}")
-        kind, value = self._json_value(namespace)
-        return json_view.outline(value, depth=depth, kind=kind)
+        with self._reading():  # the walk over the value is the read's cost, not the parse
+            kind, value = self._read_json(namespace)
+            return json_view.outline(value, depth=depth, kind=kind)
 
     def json_query(self, namespace: str, expression: str) -> Any:
         """The JSON value of the JMESPath ``expression`` over ``namespace``.
@@ -1411,12 +1412,9 @@ class TaskMemory:
             NotJsonError: The namespace does not hold JSON.
             JsonQueryError: The expression does not parse or fails on the value.
         """
-        _, value = self._json_value(namespace)
-        return json_view.query(value, expression)
-
-    def _json_value(self, namespace: str) -> tuple[str, Any]:
-        with self._reading():
-            return self._read_json(namespace)
+        with self._reading():  # JMESPath over 100k items is seconds of Python: indexing waits
+            _, value = self._read_json(namespace)
+            return json_view.query(value, expression)
 
     def _read_json(self, namespace: str) -> tuple[str, Any]:
         meta = self._require(namespace)
