@@ -25,6 +25,7 @@ from offprompt.task_memory import (
     BlobArtifactStorage,
     InMemoryBlobStore,
     TaskMemory,
+    _index_jobs,
 )
 from offprompt.task_memory.tools import memory_tool_specs
 from offprompt.vectors import HashingEmbedder, QdrantVectorStore
@@ -260,3 +261,103 @@ def test_close_frees_an_indexing_batch_waiting_for_reads(monkeypatch: pytest.Mon
         memory.close()
         waiter.join(30)
     assert waited.is_set()
+
+
+def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that begins while the indexer upserts a batch stops it within a step of
+    a few ms, not at the batch's end: the engine's upserts of a 512-chunk batch kept the
+    GIL for 0.05-0.1 s, which a 50 MB grep beside them had to share."""
+    from offprompt.task_memory import _index_jobs as module
+
+    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)  # only the read's end frees it
+    with TaskMemory() as memory:
+        upserts: list[tuple[int, bool]] = []  # (points, was a read running?) per engine call
+        held = threading.Event()
+        go_on = threading.Event()
+        backend = memory.vector_store._core.backend
+        upsert = backend.upsert
+
+        def watched(points: Sequence[object]) -> None:
+            if len(points) == 1:  # the namespace's metadata point, not a chunk batch
+                upsert(points)  # type: ignore[arg-type]
+                return
+            before = sum(n for n, _ in upserts)
+            upserts.append((len(points), memory._reads > 0))
+            if before == 32 + 64 + 128 + 256 and not held.is_set():  # the 5th batch: 512
+                held.set()
+                go_on.wait(60)
+            upsert(points)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(backend, "upsert", watched)
+        memory.process_output("logs", "call", TextArtifact(_logs(30_000) + NEEDLE, name="r"))
+        assert held.wait(60), "indexing never reached its fifth batch"
+        with _index_jobs.reading(memory):  # a read begins while the batch's first step is upserted
+            go_on.set()
+            reading_since = len(upserts)
+            time.sleep(0.5)  # time for the rest of the batch, had it not stopped
+            during = upserts[reading_since:]
+        assert during == []
+        assert memory.wait_indexed("r", timeout=120)
+        assert not any(read for _, read in upserts[reading_since:])
+        assert sum(n for n, _ in upserts) > 32 + 64 + 128 + 256 + 512
+        assert any("K-77421" in h.value for h in memory.query("r", "rotation key K-77421").value)
+
+
+def test_indexing_under_steady_reads_yields_then_indexes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Indexing yields to reads at every step, so under reads that never end it would
+    wait a whole ``_YIELD_SECONDS`` a chunk: after a wait that the reads outlast, it
+    indexes on for as long before it waits again."""
+    from offprompt.task_memory import _index_jobs as module
+
+    monkeypatch.setattr(module, "_YIELD_SECONDS", 1.0)
+    with TaskMemory() as memory:
+        waits: list[float] = []
+        real_wait_for = memory._reads_done.wait_for
+
+        def counted(*args: object, **kwargs: object) -> bool:
+            waits.append(time.monotonic())
+            return bool(real_wait_for(*args, **kwargs))  # type: ignore[arg-type]
+
+        monkeypatch.setattr(memory._reads_done, "wait_for", counted)
+        with _index_jobs.reading(memory):  # a read that outlasts the wait
+            _index_jobs.yield_to_reads(memory, lambda: False)
+            assert len(waits) == 1
+            _index_jobs.yield_to_reads(memory, lambda: False)  # indexes on: no second wait
+            assert len(waits) == 1
+        with _index_jobs.reading(memory):
+            _index_jobs.yield_to_reads(
+                memory, lambda: False
+            )  # reads again, budget left: still none
+            assert len(waits) == 1
+
+
+def test_json_queries_and_outlines_hold_indexing_off_while_they_walk_the_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The JMESPath walk (seconds of Python over 100k items) is part of the read, not
+    only the parse: indexing of the process waits for it like for a grep."""
+    from offprompt.task_memory import json_view
+
+    seen: list[int] = []
+    query, outline = json_view.query, json_view.outline
+    with TaskMemory() as memory:
+
+        def watched_query(*args: object, **kwargs: object) -> object:
+            seen.append(memory._reads)
+            return query(*args, **kwargs)  # type: ignore[arg-type]
+
+        def watched_outline(*args: object, **kwargs: object) -> object:
+            seen.append(memory._reads)
+            return outline(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(json_view, "query", watched_query)
+        monkeypatch.setattr(json_view, "outline", watched_outline)
+        memory.store_artifact("jobs", TextArtifact('{"items": [{"id": 1}, {"id": 2}]}'))
+        seen.clear()  # the card's outline, made while storing
+        assert memory.json_query("jobs", "length(items)") == 2
+        assert "items" in memory.json_outline("jobs")
+        assert seen == [1, 1]

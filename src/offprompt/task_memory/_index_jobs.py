@@ -96,8 +96,8 @@ def reading(memory: TaskMemory) -> Iterator[None]:
 
 
 def yield_to_reads(memory: TaskMemory, should_stop: Callable[[], bool]) -> None:
-    """Before each background indexing batch: wait while reads of this process run
-    (at most ``_YIELD_SECONDS``).
+    """Between background indexing steps: wait while reads of this process run (at
+    most ``_YIELD_SECONDS``, then index on as long before yielding again).
 
     A read is a few C calls over the raw text, an indexing batch mostly Python and
     Rust calls that keep the GIL for tens of ms (the embedded engine's upsert): beside
@@ -105,11 +105,13 @@ def yield_to_reads(memory: TaskMemory, should_stop: Callable[[], bool]) -> None:
     Queries are not reads here: they may wait for this very indexer.
     """
     with memory._reads_done:
-        if memory._reads:
-            memory._reads_done.wait_for(
-                lambda: not memory._reads or memory._closed or should_stop(),
-                timeout=_YIELD_SECONDS,
-            )
+        if not memory._reads or time.monotonic() < memory._yield_after:
+            return
+        if not memory._reads_done.wait_for(
+            lambda: not memory._reads or memory._closed or should_stop(),
+            timeout=_YIELD_SECONDS,
+        ):  # reads kept running: index on as long before yielding again
+            memory._yield_after = time.monotonic() + _YIELD_SECONDS
 
 
 def index_failed(memory: TaskMemory, key: str, exc: BaseException) -> None:

@@ -14,6 +14,7 @@ otherwise the partition is the tenant (``scope.tenant`` or the ``tenant`` argume
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -369,19 +370,28 @@ class FileBlobStore:
         """Delete the blob ``key``, or the whole namespace when ``key`` is None; how many blobs
         went.
         """
+        # Several writers may delete the same files at once (two processes replacing one
+        # LangChain key): a file or directory already gone is not an error, only not counted.
         directory = self._dir(namespace, tenant, scope)
         if key is not None:
-            path = directory / _check_key(key)
-            if path.exists():
-                path.unlink()
-                return 1
-            return 0
+            try:
+                (directory / _check_key(key)).unlink()
+            except FileNotFoundError:
+                return 0
+            return 1
         removed = 0
-        if directory.is_dir():
-            for entry in directory.iterdir():
-                if entry.is_file():
+        try:
+            entries = list(directory.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        for entry in entries:
+            if entry.is_file():
+                try:
                     entry.unlink()
-                    removed += 0 if entry.name.startswith(".tmp-") else 1
+                except FileNotFoundError:
+                    continue
+                removed += 0 if entry.name.startswith(".tmp-") else 1
+        with contextlib.suppress(FileNotFoundError):
             directory.rmdir()
         return removed
 
@@ -390,9 +400,11 @@ class FileBlobStore:
     ) -> list[str]:
         """The namespace's blob keys, sorted."""
         directory = self._dir(namespace, tenant, scope)
-        if not directory.is_dir():
+        try:
+            names = [p.name for p in directory.iterdir()]
+        except (FileNotFoundError, NotADirectoryError):  # none yet, or deleted meanwhile
             return []
-        return sorted(p.name for p in directory.iterdir() if _KEY.match(p.name))
+        return sorted(name for name in names if _KEY.match(name))
 
     def _partitions(self) -> list[tuple[_Part, Path]]:
         found: list[tuple[_Part, Path]] = []

@@ -306,6 +306,7 @@ class TaskMemory:
         # them before its next batch, see _index_jobs.yield_to_reads.
         self._reads = 0
         self._reads_done = threading.Condition()
+        self._yield_after = 0.0  # monotonic time before which indexing does not yield
         self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
         # The text of raw writes not yet indexed (the indexer starts from it), bounded
         # in bytes like the read cache.
@@ -563,8 +564,9 @@ class TaskMemory:
         """
         if not isinstance(depth, int) or not 1 <= depth <= 10:
             raise ValidationError(f"depth must be an int in 1..10, got {depth!r}")
-        kind, value = self._json_value(namespace)
-        return json_view.outline(value, depth=depth, kind=kind)
+        with _index_jobs.reading(self):  # the walk over the value is the read's cost too
+            kind, value = _reads.read_json(self, namespace)
+            return json_view.outline(value, depth=depth, kind=kind)
 
     def json_query(self, namespace: str, expression: str) -> Any:
         """The JSON value of the JMESPath ``expression`` over ``namespace``.
@@ -577,12 +579,9 @@ class TaskMemory:
             NotJsonError: The namespace does not hold JSON.
             JsonQueryError: The expression does not parse or fails on the value.
         """
-        _, value = self._json_value(namespace)
-        return json_view.query(value, expression)
-
-    def _json_value(self, namespace: str) -> tuple[str, Any]:
-        with _index_jobs.reading(self):
-            return _reads.read_json(self, namespace)
+        with _index_jobs.reading(self):  # JMESPath over 100k items is seconds of Python
+            _, value = _reads.read_json(self, namespace)
+            return json_view.query(value, expression)
 
     # ------------------------------------------------------------------ reading
 
