@@ -230,6 +230,18 @@ class ToolContent:
         kind: ContentKind = "image" if mime_type.startswith("image/") else "blob"
         return cls(kind, base64=data, mime_type=mime_type)
 
+    @classmethod
+    def of_data_url(cls, url: Any) -> ToolContent | None:
+        """Binary content of a ``data:<mime>;base64,<data>`` URL; ``None`` for anything
+        else (a remote URL, a path, a non-base64 data URL), which the adapter leaves as
+        it is: offprompt never fetches a URL."""
+        if not isinstance(url, str) or not url.startswith("data:"):
+            return None
+        header, comma, data = url[5:].partition(",")
+        if not comma or not header.endswith(";base64"):
+            return None
+        return cls.of_base64(data, header[: -len(";base64")] or "application/octet-stream")
+
     @property
     def is_binary(self) -> bool:
         """Whether this block is stored as a blob (``image`` or ``blob``)."""

@@ -89,16 +89,6 @@ def _text_part(part: Any) -> str | None:
     return None
 
 
-def _data_url(url: Any) -> tuple[str, str] | None:
-    """``(mime_type, base64)`` of a ``data:...;base64,`` URL, else ``None``."""
-    if not isinstance(url, str) or not url.startswith("data:"):
-        return None
-    header, comma, data = url[5:].partition(",")
-    if not comma or not header.endswith(";base64"):
-        return None
-    return header[: -len(";base64")] or "application/octet-stream", data
-
-
 def _binary_part(part: Mapping[str, Any]) -> ToolContent | None:
     """A LangChain image / audio / file block holding its bytes, as binary content.
 
@@ -117,13 +107,12 @@ def _binary_part(part: Mapping[str, Any]) -> ToolContent | None:
         if isinstance(data, str):
             mime_type = part.get("mime_type") or part.get("mimeType") or default
             return ToolContent.of_base64(data, str(mime_type))
-        found = _data_url(part.get("url"))
-    elif kind == "image_url":
+        return ToolContent.of_data_url(part.get("url"))
+    if kind == "image_url":
         image_url = part.get("image_url")
-        found = _data_url(image_url.get("url") if isinstance(image_url, Mapping) else image_url)
-    else:
-        return None
-    return ToolContent.of_base64(found[1], found[0]) if found else None
+        url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
+        return ToolContent.of_data_url(url)
+    return None
 
 
 def content_blocks(content: Any) -> tuple[list[ToolContent], list[Any]]:

@@ -465,25 +465,13 @@ class _Offloaded:
     references: list[dict[str, Any]]
 
 
-def _data_url(url: Any) -> tuple[str, str] | None:
-    """``(mime_type, base64)`` of a ``data:...;base64,`` URL, else ``None``."""
-    if not isinstance(url, str) or not url.startswith("data:"):
-        return None
-    header, comma, data = url[5:].partition(",")
-    if not comma or not header.endswith(";base64"):
-        return None
-    return header[: -len(";base64")] or "application/octet-stream", data
-
-
 def _binary_part(part: dict[str, Any]) -> ToolContent | None:
     """An ``input_image`` / ``input_file`` part holding its bytes (a data URL), else ``None``."""
     if part.get("type") == "input_image":
-        found = _data_url(part.get("image_url"))
-    elif part.get("type") == "input_file":
-        found = _data_url(part.get("file_data"))
-    else:
-        return None
-    return ToolContent.of_base64(found[1], found[0]) if found else None
+        return ToolContent.of_data_url(part.get("image_url"))
+    if part.get("type") == "input_file":
+        return ToolContent.of_data_url(part.get("file_data"))
+    return None
 
 
 def _offloaded(
