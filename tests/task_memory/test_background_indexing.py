@@ -27,6 +27,7 @@ from offprompt.task_memory import (
     TaskMemory,
     _index_jobs,
 )
+from offprompt.task_memory._points import points_for
 from offprompt.task_memory.tools import memory_tool_specs
 from offprompt.vectors import HashingEmbedder, QdrantVectorStore
 
@@ -49,7 +50,7 @@ def test_reads_work_before_indexing_and_query_waits_for_it() -> None:
         assert any("K-77421" in h.value for h in hits.value)
         assert memory.wait_indexed("bg", timeout=60) and memory.stats("bg").indexed
         meta = memory.namespace_metadata("bg")
-        assert memory.vector_store.count("bg") == meta["chunks"] > 0
+        assert memory.vector_store.count("bg") == points_for(meta["chunks"]) > 0
 
 
 def test_sync_and_background_build_the_same_index() -> None:
@@ -90,7 +91,7 @@ def test_close_stops_cleanly_and_reopen_finishes_the_index(tmp_path: Path) -> No
         assert again.load_artifacts("c").value[0].value == text
         assert again.wait_indexed("c", timeout=120)
         meta = again.namespace_metadata("c")
-        assert again.vector_store.count("c") == meta["chunks"]
+        assert again.vector_store.count("c") == points_for(meta["chunks"])
         assert "K-77421" in again.query("c", "vault-9 rotation key", top_n=3).to_text()
 
 
@@ -140,7 +141,9 @@ def test_sigkill_mid_index_then_reopen_loads_byte_identical_and_finishes(tmp_pat
         assert memory.grep("killed", "K-77421").matches[0].line_number == 140_001
         assert memory.wait_indexed("killed", timeout=240)
         meta = memory.namespace_metadata("killed")
-        assert meta["stats"]["indexed"] and memory.vector_store.count("killed") == meta["chunks"]
+        assert meta["stats"]["indexed"] and memory.vector_store.count("killed") == points_for(
+            meta["chunks"]
+        )
         assert "K-77421" in memory.query("killed", "vault-9 rotation key", top_n=3).to_text()
 
 
@@ -291,7 +294,7 @@ def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
             upsert(points)  # type: ignore[arg-type]
 
         monkeypatch.setattr(backend, "upsert", watched)
-        memory.process_output("logs", "call", TextArtifact(_logs(30_000) + NEEDLE, name="r"))
+        memory.process_output("logs", "call", TextArtifact(_logs(120_000) + NEEDLE, name="r"))
         assert held.wait(60), "indexing never reached its fifth batch"
         with _index_jobs.reading(memory):  # a read begins while the batch's first step is upserted
             go_on.set()

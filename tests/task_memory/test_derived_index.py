@@ -17,6 +17,7 @@ from offprompt.artifacts import TextArtifact
 from offprompt.scope import Scope
 from offprompt.stores import SQLiteStore
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory._points import points_for
 from offprompt.task_memory.catalog import INDEX_KEY
 from offprompt.vectors import QdrantVectorStore
 
@@ -102,12 +103,14 @@ def test_sigkill_after_indexing_leaves_a_walless_index_that_holds_what_it_record
             held = index.get_metadata(name, INDEX_KEY) or {}
             if generation in (held.get("generations") or {}):
                 recorded.append(name)
-                assert index.count(name) == chunks > 0
+                assert index.count(name) == points_for(chunks) > 0
         assert "out0" in recorded  # flushed before the kill: kept
     with TaskMemory(path=root) as memory:  # what was lost is indexed again
         assert memory.wait_indexed(timeout=240)
         for name in names:
-            assert memory.vector_store.count(name) == memory.namespace_metadata(name)["chunks"]
+            assert memory.vector_store.count(name) == points_for(
+                memory.namespace_metadata(name)["chunks"]
+            )
             assert f"NEEDLE-{name}" in memory.query(name, "vault-9 rotation key").to_text()
 
 
@@ -123,7 +126,7 @@ def test_sigkill_while_indexing_and_compacting_then_reopen_answers_from_everythi
         for i in range(4):
             name = f"out{i}"
             meta = memory.namespace_metadata(name)
-            assert memory.vector_store.count(name) == meta["chunks"] > 0
+            assert memory.vector_store.count(name) == points_for(meta["chunks"]) > 0
             assert f"NEEDLE-{name}" in memory.query(name, "vault-9 rotation key").to_text()
 
 
@@ -145,8 +148,10 @@ def test_an_unreadable_index_is_rebuilt_from_the_stored_text(tmp_path: Path) -> 
         assert memory.wait_indexed(timeout=120)
         for name in ("a", "b"):
             meta = memory.namespace_metadata(name)
-            assert memory.vector_store.count(name) == meta["chunks"] > 0
+            assert memory.vector_store.count(name) == points_for(meta["chunks"]) > 0
             assert f"NEEDLE-{name}" in memory.query(name, "vault-9 rotation key").to_text()
     with TaskMemory(path=root) as memory:  # and the rebuilt index is durable
         assert not memory.vector_store.rebuilt
-        assert memory.vector_store.count("a") == memory.namespace_metadata("a")["chunks"]
+        assert memory.vector_store.count("a") == points_for(
+            memory.namespace_metadata("a")["chunks"]
+        )

@@ -4,6 +4,7 @@ chunk's span of the text is, whatever store holds the raw output."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from offprompt.artifacts import JsonArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
 from offprompt.stores.sqlite import SQLiteStore
 from offprompt.task_memory import TaskMemory
+from offprompt.task_memory._points import CHUNKS_PER_POINT, points_for
 from offprompt.task_memory.chunking import iter_chunks
 from offprompt.tokens import default_tokenizer
 from offprompt.vectors import QdrantVectorStore
@@ -52,15 +54,24 @@ def test_chunks_hold_their_location_not_their_text(tmp_path: Path) -> None:
         memory.store_artifact("logs", TextArtifact(text))
         records = memory.vector_store.scroll("logs")
         data = text.encode("utf-8")
-        assert len(records) == memory.stats("logs").model_dump().get("chunks", len(records))
         by_seq = sorted(records, key=lambda r: r.payload["seq"])
         expected = _chunk_texts(text, memory)
-        assert len(by_seq) == len(expected)
-        for record, chunk in zip(by_seq, expected, strict=True):
+        # A point indexes CHUNKS_PER_POINT consecutive chunks; its cuts are where they meet.
+        assert len(by_seq) == points_for(len(expected))
+        seen = []
+        for record in by_seq:
             assert record.text == ""  # the text is not stored a second time
             start, stop = record.payload["byte_start"], record.payload["byte_end"]
-            assert data[start:stop].decode("utf-8") == chunk
-            assert text[record.payload["start"] : record.payload["end"]] == chunk
+            assert (
+                text[record.payload["start"] : record.payload["end"]] == data[start:stop].decode()
+            )
+            bounds = [0, *record.payload.get("cuts", ()), stop - start]
+            assert len(bounds) - 1 <= CHUNKS_PER_POINT
+            assert record.payload["seq"] == len(seen)
+            seen += [
+                data[start + a : start + b].decode("utf-8") for a, b in itertools.pairwise(bounds)
+            ]
+        assert seen == expected
         assert _check_hits(memory, "logs", expected, QUERIES) >= 10
 
 

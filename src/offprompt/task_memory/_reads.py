@@ -320,6 +320,7 @@ def query(
         indexed = [e.as_storage_entry() for e in meta.indexed_artifacts()]
     hits = storage.query(namespace, indexed, query, top_n, tenant=memory.tenant, mode=mode)
     fill_passages(memory, namespace, meta, hits, storage)
+    hits = storage.narrow(hits, query, top_n, tenant=memory.tenant)
     emit_safely(
         memory.tracer,
         TraceEvent(

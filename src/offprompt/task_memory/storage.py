@@ -12,12 +12,27 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
 
 from offprompt.artifacts import BaseArtifact, BlobArtifact, JsonArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
+from offprompt.task_memory._points import (
+    CANDIDATES,
+    CHUNKS_PER_POINT,
+    narrow_hits,
+    point_payload,
+    rerank,
+)
 from offprompt.task_memory.blobs import BlobStore
-from offprompt.task_memory.chunking import Segment, chunks_from_segments, tokenize_segments
+from offprompt.task_memory.chunking import (
+    Chunk,
+    Segment,
+    chunks_from_segments,
+    tokenize_segments,
+)
 from offprompt.task_memory.pipeline import consume_behind
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.vectors import BM25SparseEncoder, Hit, QdrantVectorStore, Range, VectorRecord
@@ -171,6 +186,11 @@ class TextArtifactStorage:
             line is then whole in one chunk; ``False``: every ``chunk_tokens`` tokens).
         bm25_avg_len: The document length of the chunks' BM25 over token ids (a store
             with ``lexical="tokens"``); default ``CHUNK_BM25_LENGTH * chunk_tokens``.
+        chunks_per_point: Consecutive chunks indexed as one point (see
+            :mod:`offprompt.task_memory._points`); default
+            :data:`~offprompt.task_memory._points.CHUNKS_PER_POINT` when the store has no
+            dense vectors and there is a ``raw_store``, else 1. Hits are narrowed back to
+            single chunks either way.
 
     Example:
         >>> from offprompt.vectors import QdrantVectorStore
@@ -194,6 +214,7 @@ class TextArtifactStorage:
         scope: Scope | None = None,
         align_lines: bool = True,
         bm25_avg_len: float | None = None,
+        chunks_per_point: int | None = None,
     ) -> None:
         if chunk_tokens < 1 or overlap_tokens < 0 or overlap_tokens >= chunk_tokens:
             raise ValidationError(
@@ -219,6 +240,17 @@ class TextArtifactStorage:
             raise ValidationError(f"bm25_avg_len must be > 0, got {bm25_avg_len!r}")
         self.bm25_avg_len = float(bm25_avg_len)
         self.raw_store = raw_store
+        if chunks_per_point is None:
+            chunks_per_point = (
+                CHUNKS_PER_POINT if raw_store is not None and not vector_store.dense else 1
+            )
+        if not isinstance(chunks_per_point, int) or chunks_per_point < 1:
+            raise ValidationError(f"chunks_per_point must be an int >= 1, got {chunks_per_point!r}")
+        if chunks_per_point > 1 and raw_store is None:
+            raise ValidationError(
+                "chunks_per_point > 1 needs a raw_store (a point's chunks are read from the raw text)"
+            )
+        self.chunks_per_point = chunks_per_point
         self._raw_kw: dict[str, Any] = {} if scope is None else {"scope": scope}
         # Searches filter on generation. ``seq`` is only ordered by when chunks of the
         # layout without a raw store are joined back (``_load_chunks``, which indexes it on
@@ -358,31 +390,12 @@ class TextArtifactStorage:
             if should_stop is not None and should_stop():
                 raise IndexCancelled(namespace)
 
-        def flush(batch: list[VectorRecord]) -> None:
-            # The engine's upsert keeps the GIL throughout (~0.1 ms a point): in steps.
-            for start in range(0, len(batch), _UPSERT_STEP):
-                check()
-                store.upsert(namespace, batch[start : start + _UPSERT_STEP])
+        per_point = self.chunks_per_point
+        ids_encoder = encoder if isinstance(encoder, BM25SparseEncoder) else None
 
-        def store_chunks(segments: Iterable[Segment]) -> None:
-            batch: list[VectorRecord] = []
-            # The first batches are small so embedding and upserting start at once.
-            limit = min(32, self.batch_size)
-            for chunk in chunks_from_segments(
-                segments,
-                self.tokenizer.encoding,
-                chunk_tokens=self.chunk_tokens,
-                overlap_tokens=self.overlap_tokens,
-                # BM25 over token ids reuses the chunk's ids; the word analyzer reads the
-                # chunk's text in upsert instead
-                span_encoder=(
-                    partial(encoder.encode_spans, avg_len=self.bm25_avg_len)
-                    if isinstance(encoder, BM25SparseEncoder)
-                    else None
-                ),
-                align_lines=self.align_lines,
-            ):
-                check()
+        def point(chunks: list[Chunk]) -> VectorRecord:
+            if len(chunks) == 1 and per_point == 1:
+                chunk = chunks[0]
                 payload = {
                     "seq": first_seq + chunk.index,
                     "generation": generation,
@@ -393,24 +406,81 @@ class TextArtifactStorage:
                 if located:
                     payload["byte_start"] = chunk.byte_start
                     payload["byte_end"] = chunk.byte_end
-                batch.append(
-                    VectorRecord(
-                        id=f"{generation}:{first_seq + chunk.index}",
-                        # With a raw store the text is read from there (see passage()).
-                        text="" if located else chunk.text,
-                        embed_text=chunk.embed_text,
-                        sparse=chunk.sparse,
-                        payload=payload,
-                    )
+                return VectorRecord(
+                    id=f"{generation}:{first_seq + chunk.index}",
+                    # With a raw store the text is read from there (see passage()).
+                    text="" if located else chunk.text,
+                    embed_text=chunk.embed_text,
+                    sparse=chunk.sparse,
+                    payload=payload,
                 )
+            payload = point_payload(chunks, first_seq=first_seq, generation=generation)
+            return VectorRecord(
+                id=f"{generation}:{payload['seq']}",
+                text="",
+                embed_text=chunks[0].embed_text + "".join(c.text for c in chunks[1:]),
+                payload=payload,
+            )
+
+        def encode(groups: list[list[Chunk]], batch: list[VectorRecord]) -> None:
+            # One BM25 pass over every point of the batch (see encode_spans).
+            if ids_encoder is None or per_point == 1:
+                return
+            ids = np.concatenate([c.token_ids for group in groups for c in group])
+            stops = list(accumulate(sum(c.tokens for c in group) for group in groups))
+            for record, vector in zip(
+                batch, ids_encoder.encode_spans(ids, stops, avg_len=self.bm25_avg_len), strict=True
+            ):
+                record.sparse = vector
+
+        def store_chunks(segments: Iterable[Segment]) -> None:
+            batch: list[VectorRecord] = []
+            groups: list[list[Chunk]] = []
+            group: list[Chunk] = []
+            # The first batches are small so embedding and upserting start at once.
+            limit = min(32, self.batch_size)
+
+            def flush() -> None:
+                encode(groups, batch)
+                # The engine's upsert keeps the GIL throughout (~0.1 ms a point): in steps.
+                for start in range(0, len(batch), _UPSERT_STEP):
+                    check()
+                    store.upsert(namespace, batch[start : start + _UPSERT_STEP])
+                batch.clear()
+                groups.clear()
+
+            for chunk in chunks_from_segments(
+                segments,
+                self.tokenizer.encoding,
+                chunk_tokens=self.chunk_tokens,
+                overlap_tokens=self.overlap_tokens,
+                # BM25 over token ids reuses the chunk's ids; the word analyzer reads the
+                # chunk's text in upsert instead. Points of several chunks are encoded
+                # together in encode().
+                span_encoder=(
+                    partial(ids_encoder.encode_spans, avg_len=self.bm25_avg_len)
+                    if ids_encoder is not None and per_point == 1
+                    else None
+                ),
+                align_lines=self.align_lines,
+            ):
+                check()
                 counted["chunks"] += 1
                 counted["tokens"] += chunk.tokens
+                group.append(chunk)
+                if len(group) < per_point:
+                    continue
+                groups.append(group)
+                batch.append(point(group))
+                group = []
                 if len(batch) >= limit:
-                    flush(batch)
-                    batch = []
+                    flush()
                     limit = min(limit * 2, self.batch_size)
+            if group:
+                groups.append(group)
+                batch.append(point(group))
             if batch:
-                flush(batch)
+                flush()
 
         size = {"bytes": 0}
 
@@ -504,6 +574,8 @@ class TextArtifactStorage:
         gens = [e["generation"] for e in entries]
         if not gens:
             return []
+        if self.chunks_per_point > 1:
+            top_n *= CANDIDATES  # narrowed and reranked by narrow()
         hits = self._store(tenant).search(
             namespace, query, top_n=top_n, filter={"generation": gens}, mode=mode
         )
@@ -516,6 +588,16 @@ class TextArtifactStorage:
             hit.payload["artifact_id"] = entry["id"]
             hit.payload["chunk_index"] = seq - int(entry["first_seq"])
         return hits
+
+    def narrow(self, hits: list[Hit], query: str, top_n: int, *, tenant: str) -> list[Hit]:
+        """The ``top_n`` chunks of :meth:`query`'s hits, their text filled in: with points of
+        several chunks, each narrowed to its chunk that best matches ``query`` and the
+        candidates reranked (:mod:`~offprompt.task_memory._points`); else ``hits`` as
+        they are."""
+        encoder = self._store(tenant).sparse_encoder
+        if self.chunks_per_point == 1 or encoder is None:
+            return hits[:top_n]
+        return rerank(hits, narrow_hits(hits, query, encoder, self.tokenizer.count), top_n)
 
     def drop_chunks(self, namespace: str, generations: Sequence[str], *, tenant: str) -> None:
         """Delete the chunks of ``generations`` (the raw text stays)."""

@@ -1,0 +1,134 @@
+"""Index points of a lexical-only chunk index: a few consecutive chunks per point.
+
+An index over tool output pays for every point whatever its size: its payload, the
+engine's payload indexes (tenant, namespace, kind, record id, scope, generation), its id
+tracker entries. On logs that is ~0.6 KB a 512-token chunk, half the raw text again, and
+the sparse vector itself repeats each chunk's common terms (timestamps, levels, field
+names) that the next chunk repeats too. With no dense vectors (BM25 alone, the default)
+nothing limits how much text one point may cover, so :class:`TextArtifactStorage` indexes
+:data:`CHUNKS_PER_POINT` consecutive chunks as one point: its sparse vector is the BM25
+of their tokens together, its payload the chunks' joint location plus the byte offsets
+where its chunks meet (``cuts``). A search hit is then narrowed back to the one chunk of
+its point that best matches the query (:func:`narrow_hits`), so ``query`` returns chunks
+of ``chunk_tokens`` as before, each with its own ``seq``, offsets and page.
+
+With dense vectors a point stays one chunk: an embedding model reads a bounded context,
+and a chunk is what it was sized for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from offprompt.task_memory.chunking import Chunk
+from offprompt.vectors import Hit
+
+__all__ = ["CANDIDATES", "CHUNKS_PER_POINT", "narrow_hits", "point_payload", "points_for", "rerank"]
+
+#: Chunks per point of a lexical-only index. Measured on ten 20 MB logs
+#: (``benchmarks/bench_shared.py``, section 4) and on the Loghub dev logs' rare events
+#: (``benchmarks/bench_query_memory_loghub.py``): the index shrinks from 1.57x to about
+#: 0.75x the text while the rare events found stay the same.
+CHUNKS_PER_POINT = 4
+#: Points a search of several-chunk points fetches per result asked for: the chunks they
+#: narrow to are reranked (:func:`rerank`) and the best ``top_n`` kept.
+CANDIDATES = 2
+
+
+def points_for(chunks: int, chunks_per_point: int = CHUNKS_PER_POINT) -> int:
+    """How many points index one output of ``chunks`` chunks."""
+    return -(-chunks // chunks_per_point)
+
+
+def point_payload(chunks: Sequence[Chunk], *, first_seq: int, generation: str) -> dict[str, Any]:
+    """The payload of the point indexing ``chunks`` (consecutive, located in raw text)."""
+    first, last = chunks[0], chunks[-1]
+    payload: dict[str, Any] = {
+        "seq": first_seq + first.index,
+        "generation": generation,
+        "start": first.start,
+        "end": last.end,
+        "tokens": sum(c.tokens for c in chunks),
+        "byte_start": first.byte_start,
+        "byte_end": last.byte_end,
+    }
+    if len(chunks) > 1:
+        payload["cuts"] = [c.byte_end - first.byte_start for c in chunks[:-1]]
+    return payload
+
+
+def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any) -> list[float]:
+    """Narrow every hit of a several-chunk point (text already filled in) to its chunk
+    that best matches ``query``, in place: text, ``seq``, ``start``/``end``,
+    ``byte_start``/``byte_end``, ``tokens`` and ``chunk_index`` become that chunk's.
+    Returns each hit's score for :func:`rerank` (0.0 for a hit left as it was).
+
+    The unit of the score is a line: a log event is one line, and the chunk holding the
+    line that covers most of the query is the chunk to show. A line scores the sum of
+    the IDF, among all lines of these hits, of the query's terms it holds (a term on
+    every line tells them apart least); a chunk scores its best line, then the sum of
+    its lines' scores breaks ties; remaining ties go to the earlier chunk.
+    """
+    scores = [0.0] * len(hits)
+    grouped = [(i, h) for i, h in enumerate(hits) if h.text]
+    if not grouped:
+        return scores
+    wanted = set(encoder.encode_query(query).indices)
+    split: list[tuple[Hit, list[bytes], list[int], list[list[set[int]]]]] = []
+    df: dict[int, int] = {}
+    lines_seen = 0
+    for _, hit in grouped:
+        data = hit.text.encode("utf-8")
+        bounds = [0, *(int(c) for c in hit.payload.get("cuts") or ()), len(data)]
+        pieces = [data[a:b] for a, b in itertools.pairwise(bounds)]
+        terms = []
+        for piece in pieces:
+            line_terms = []
+            for line in piece.decode("utf-8").splitlines():
+                found = wanted.intersection(encoder.encode_document(line).indices)
+                for term in found:
+                    df[term] = df.get(term, 0) + 1
+                line_terms.append(found)
+                lines_seen += 1
+            terms.append(line_terms)
+        split.append((hit, pieces, bounds, terms))
+    idf = {t: math.log(1.0 + (lines_seen - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+    for (at, _), (hit, pieces, bounds, terms) in zip(grouped, split, strict=False):
+        keys = []
+        for line_terms in terms:
+            line_scores = [sum(idf[t] for t in found) for found in line_terms] or [0.0]
+            keys.append((max(line_scores), sum(line_scores)))
+        best = max(range(len(pieces)), key=lambda k: (keys[k], -k))
+        scores[at] = keys[best][0]
+        if len(pieces) > 1:
+            _narrow_to(hit, pieces, bounds, best, count_tokens)
+    return scores
+
+
+def rerank(hits: Sequence[Hit], scores: Sequence[float], top_n: int) -> list[Hit]:
+    """The ``top_n`` of ``hits`` by their :func:`narrow_hits` score (the search's own order
+    breaks ties)."""
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    return [hits[i] for i in order[:top_n]]
+
+
+def _narrow_to(
+    hit: Hit, pieces: list[bytes], bounds: list[int], best: int, count_tokens: Any
+) -> None:
+    text = pieces[best].decode("utf-8")
+    before = len(b"".join(pieces[:best]).decode("utf-8"))  # characters before it
+    payload = hit.payload
+    payload["seq"] = int(payload["seq"]) + best
+    if "chunk_index" in payload:
+        payload["chunk_index"] = int(payload["chunk_index"]) + best
+    byte_start = int(payload["byte_start"])
+    payload["byte_start"] = byte_start + bounds[best]
+    payload["byte_end"] = byte_start + bounds[best + 1]
+    payload["start"] = int(payload["start"]) + before
+    payload["end"] = payload["start"] + len(text)
+    payload["tokens"] = count_tokens(text)
+    del payload["cuts"]
+    hit.text = text
