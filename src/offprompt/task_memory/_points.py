@@ -110,8 +110,10 @@ def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any
 
 def rerank(hits: Sequence[Hit], scores: Sequence[float], top_n: int) -> list[Hit]:
     """The ``top_n`` of ``hits`` by their :func:`narrow_hits` score (the search's own order
-    breaks ties)."""
+    breaks ties), each hit's ``score`` set to it so scores fall in the order returned."""
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    for i in order[:top_n]:
+        hits[i].score = float(scores[i])
     return [hits[i] for i in order[:top_n]]
 
 
