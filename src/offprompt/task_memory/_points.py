@@ -43,8 +43,11 @@ def points_for(chunks: int, chunks_per_point: int = CHUNKS_PER_POINT) -> int:
     return -(-chunks // chunks_per_point)
 
 
-def point_payload(chunks: Sequence[Chunk], *, first_seq: int, generation: str) -> dict[str, Any]:
-    """The payload of the point indexing ``chunks`` (consecutive, located in raw text)."""
+def point_payload(
+    chunks: Sequence[Chunk], *, first_seq: int, generation: str, located: bool = True
+) -> dict[str, Any]:
+    """The payload of the point indexing ``chunks`` (consecutive; ``located``: their text
+    is in a raw store, so the payload holds their byte offsets there)."""
     first, last = chunks[0], chunks[-1]
     payload: dict[str, Any] = {
         "seq": first_seq + first.index,
@@ -52,9 +55,10 @@ def point_payload(chunks: Sequence[Chunk], *, first_seq: int, generation: str) -
         "start": first.start,
         "end": last.end,
         "tokens": sum(c.tokens for c in chunks),
-        "byte_start": first.byte_start,
-        "byte_end": last.byte_end,
     }
+    if located:
+        payload["byte_start"] = first.byte_start
+        payload["byte_end"] = last.byte_end
     if len(chunks) > 1:
         payload["cuts"] = [c.byte_end - first.byte_start for c in chunks[:-1]]
     return payload
@@ -73,34 +77,34 @@ def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any
     its lines' scores breaks ties; remaining ties go to the earlier chunk.
     """
     scores = [0.0] * len(hits)
-    grouped = [(i, h) for i, h in enumerate(hits) if h.text]
-    if not grouped:
+    with_text = [(i, h) for i, h in enumerate(hits) if h.text]
+    if not with_text:
         return scores
     wanted = set(encoder.encode_query(query).indices)
-    split: list[tuple[Hit, list[bytes], list[int], list[list[set[int]]]]] = []
-    df: dict[int, int] = {}
-    lines_seen = 0
-    for _, hit in grouped:
+    split: list[tuple[int, Hit, list[bytes], list[int], list[int]]] = []
+    lines: list[str] = []  # every line of every hit, encoded in one call below
+    for at, hit in with_text:
         data = hit.text.encode("utf-8")
         bounds = [0, *(int(c) for c in hit.payload.get("cuts") or ()), len(data)]
         pieces = [data[a:b] for a, b in itertools.pairwise(bounds)]
-        terms = []
+        counts = []
         for piece in pieces:
-            line_terms = []
-            for line in piece.decode("utf-8").splitlines():
-                found = wanted.intersection(encoder.encode_document(line).indices)
-                for term in found:
-                    df[term] = df.get(term, 0) + 1
-                line_terms.append(found)
-                lines_seen += 1
-            terms.append(line_terms)
-        split.append((hit, pieces, bounds, terms))
-    idf = {t: math.log(1.0 + (lines_seen - n + 0.5) / (n + 0.5)) for t, n in df.items()}
-    for (at, _), (hit, pieces, bounds, terms) in zip(grouped, split, strict=False):
+            piece_lines = piece.decode("utf-8").splitlines()
+            lines += piece_lines
+            counts.append(len(piece_lines))
+        split.append((at, hit, pieces, bounds, counts))
+    found = [wanted.intersection(v.indices) for v in encoder.encode_documents(lines)]
+    df: dict[int, int] = {}
+    for terms in found:
+        for term in terms:
+            df[term] = df.get(term, 0) + 1
+    idf = {t: math.log(1.0 + (len(lines) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+    line_scores = iter([sum(idf[t] for t in terms) for terms in found])
+    for at, hit, pieces, bounds, counts in split:
         keys = []
-        for line_terms in terms:
-            line_scores = [sum(idf[t] for t in found) for found in line_terms] or [0.0]
-            keys.append((max(line_scores), sum(line_scores)))
+        for count in counts:
+            own = [next(line_scores) for _ in range(count)] or [0.0]
+            keys.append((max(own), sum(own)))
         best = max(range(len(pieces)), key=lambda k: (keys[k], -k))
         scores[at] = keys[best][0]
         if len(pieces) > 1:
@@ -124,8 +128,7 @@ def _narrow_to(
     before = len(b"".join(pieces[:best]).decode("utf-8"))  # characters before it
     payload = hit.payload
     payload["seq"] = int(payload["seq"]) + best
-    if "chunk_index" in payload:
-        payload["chunk_index"] = int(payload["chunk_index"]) + best
+    payload["chunk_index"] = int(payload["chunk_index"]) + best
     byte_start = int(payload["byte_start"])
     payload["byte_start"] = byte_start + bounds[best]
     payload["byte_end"] = byte_start + bounds[best + 1]

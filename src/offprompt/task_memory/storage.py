@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import partial
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -160,7 +159,8 @@ class TextArtifactStorage:
     Without one, the text lives only in the chunks (the layout of earlier versions,
     still read).
 
-    Each chunk is a point with payload ``seq`` (order within the namespace),
+    Each chunk (or, in a lexical-only index, each run of ``chunks_per_point`` chunks: see
+    :mod:`offprompt.task_memory._points`) is a point with payload ``seq`` (order within the namespace),
     ``generation``, ``start``/``end`` (character offsets) and ``tokens``. With a
     ``raw_store`` the chunk's text is not stored a second time: the payload holds its
     location in the raw text, ``byte_start``/``byte_end`` (UTF-8 offsets within its
@@ -394,43 +394,27 @@ class TextArtifactStorage:
         ids_encoder = encoder if isinstance(encoder, BM25SparseEncoder) else None
 
         def point(chunks: list[Chunk]) -> VectorRecord:
-            if len(chunks) == 1 and per_point == 1:
-                chunk = chunks[0]
-                payload = {
-                    "seq": first_seq + chunk.index,
-                    "generation": generation,
-                    "start": chunk.start,
-                    "end": chunk.end,
-                    "tokens": chunk.tokens,
-                }
-                if located:
-                    payload["byte_start"] = chunk.byte_start
-                    payload["byte_end"] = chunk.byte_end
-                return VectorRecord(
-                    id=f"{generation}:{first_seq + chunk.index}",
-                    # With a raw store the text is read from there (see passage()).
-                    text="" if located else chunk.text,
-                    embed_text=chunk.embed_text,
-                    sparse=chunk.sparse,
-                    payload=payload,
-                )
-            payload = point_payload(chunks, first_seq=first_seq, generation=generation)
+            payload = point_payload(
+                chunks, first_seq=first_seq, generation=generation, located=located
+            )
             return VectorRecord(
                 id=f"{generation}:{payload['seq']}",
-                text="",
+                # With a raw store the text is read from there (see passage()); without
+                # one a point is one chunk.
+                text="" if located else chunks[0].text,
                 embed_text=chunks[0].embed_text + "".join(c.text for c in chunks[1:]),
                 payload=payload,
             )
 
         def encode(groups: list[list[Chunk]], batch: list[VectorRecord]) -> None:
-            # One BM25 pass over every point of the batch (see encode_spans).
-            if ids_encoder is None or per_point == 1:
+            # BM25 over token ids reuses the chunks' ids, one pass over every point of the
+            # batch (see encode_spans); the word analyzer reads embed_text in upsert.
+            if ids_encoder is None:
                 return
             ids = np.concatenate([c.token_ids for group in groups for c in group])
             stops = list(accumulate(sum(c.tokens for c in group) for group in groups))
-            for record, vector in zip(
-                batch, ids_encoder.encode_spans(ids, stops, avg_len=self.bm25_avg_len), strict=True
-            ):
+            vectors = ids_encoder.encode_spans(ids, stops, avg_len=self.bm25_avg_len)
+            for record, vector in zip(batch, vectors, strict=True):
                 record.sparse = vector
 
         def store_chunks(segments: Iterable[Segment]) -> None:
@@ -454,14 +438,6 @@ class TextArtifactStorage:
                 self.tokenizer.encoding,
                 chunk_tokens=self.chunk_tokens,
                 overlap_tokens=self.overlap_tokens,
-                # BM25 over token ids reuses the chunk's ids; the word analyzer reads the
-                # chunk's text in upsert instead. Points of several chunks are encoded
-                # together in encode().
-                span_encoder=(
-                    partial(ids_encoder.encode_spans, avg_len=self.bm25_avg_len)
-                    if ids_encoder is not None and per_point == 1
-                    else None
-                ),
                 align_lines=self.align_lines,
             ):
                 check()
