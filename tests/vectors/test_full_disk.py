@@ -30,6 +30,20 @@ SCRIPT = textwrap.dedent(
         sys.exit(0)
     memory = TaskMemory(path=path)
     rnd = random.Random(7)  # incompressible words: every chunk costs its own disk pages
+    if mode == "fill":  # store, then let another writer take every byte left, then close
+        for i in range(20):
+            words = " ".join(f"w{rnd.getrandbits(40):x}" for _ in range(30_000))
+            memory.store_artifact(f"ns{i}", TextArtifact(value=f"doc {i} marker{i} " + words))
+        assert memory.wait_indexed(timeout=120)
+        with open(sys.argv[3], "wb", buffering=0) as filler:
+            try:
+                while True:
+                    filler.write(bytes(1 << 16))
+            except OSError as exc:
+                print("filled:", exc.strerror, flush=True)
+        memory.close()
+        print("closed", "yes", flush=True)
+        sys.exit(0)
     stored = 0
     try:
         for i in range(1_000):
@@ -62,9 +76,10 @@ def tmpfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
         subprocess.run(["umount", str(mount)], check=True)
 
 
-def _run(path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+def _run(path: Path, mode: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    # faulthandler prints the Python stack if the process still dies of SIGBUS
     return subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(path), mode],
+        [sys.executable, "-X", "faulthandler", "-c", SCRIPT, str(path), mode, *extra],
         capture_output=True,
         text=True,
         timeout=300,
@@ -104,3 +119,25 @@ def test_ingest_until_the_disk_is_full_raises_and_keeps_what_was_stored(tmpfs: P
     with TaskMemory(path=roomy) as again:
         assert sorted(again.namespaces()) == sorted(f"ns{i}" for i in range(stored))
         assert again.load_artifacts("ns0").value[0].value.startswith("doc 0 w")
+
+
+@pytest.mark.parametrize("tmpfs", ["256m"], indirect=True)
+@pytest.mark.timeout(900)
+def test_closing_after_another_writer_filled_the_disk_keeps_every_output(tmpfs: Path) -> None:
+    """The raw outputs beside the index (or any other program) may take the last byte
+    after the engine's last checked write: close must not flush into a full disk."""
+    done = _run(tmpfs / "tm", "fill", str(tmpfs / "filler"))
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert lines["filled:"] == "No space left on device"
+    assert lines["closed"] == "yes"
+    roomy = tmpfs.parent / "copy"
+    shutil.copytree(tmpfs / "tm", roomy)
+    from offprompt.task_memory import TaskMemory
+
+    with TaskMemory(path=roomy) as again:
+        assert sorted(again.namespaces()) == sorted(f"ns{i}" for i in range(20))
+        assert again.wait_indexed(timeout=120)
+        for i in (0, 19):  # the first and the last output stored are both searchable
+            hits = again.query(f"ns{i}", f"marker{i}", top_n=1).value
+            assert hits and f"marker{i}" in hits[0].value, i

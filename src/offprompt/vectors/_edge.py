@@ -840,7 +840,14 @@ class EdgeBackend:
                 return
             self._closed = True
             try:
-                self.shard.flush()
+                # Every write checks the free space first; this flush must too. Another
+                # writer on the filesystem (the raw outputs beside the index, or any
+                # other program) may have filled it since, and a flush that touches an
+                # unallocated mapped page is SIGBUS. Without it the shard closes as after
+                # a crash: the upserts since the last flush are lost from the index and
+                # indexed again from the stored text when a memory next opens it.
+                if free_bytes(self.directory) >= EDGE_MIN_FREE_BYTES:
+                    self.shard.flush()
                 self.shard.close()
             finally:
                 self._release()
