@@ -291,6 +291,24 @@ def _check_is_store(path: Path) -> None:
         )
 
 
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch ``conn``'s database to WAL mode, retrying while it is locked (up to ``timeout``).
+
+    SQLite answers ``database is locked`` at once, without the busy handler, when
+    another connection is switching the same new file to WAL: processes opening one new
+    ``task.db`` together (the writers of a ``TaskMemory(path=)``) failed 1 in ~300.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 class SQLiteStore(SQLiteTasks, BaseStore):
     """A :class:`~offprompt.stores.ConversationStore` in one SQLite file (WAL mode).
 
@@ -381,7 +399,7 @@ class SQLiteStore(SQLiteTasks, BaseStore):
                     check_same_thread=False,
                 )
                 conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(conn, self._timeout)
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
                 # Deleted content is zeroed, not left in free pages (forget, retention).
                 conn.execute("PRAGMA secure_delete = ON")
