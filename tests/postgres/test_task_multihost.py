@@ -193,7 +193,11 @@ def test_stored_on_host_a_read_on_b_and_c_and_a_cut_link(
         check_read(seen["cut"], "cut", BIG)
     else:
         assert "cut" not in seen["namespaces"]
-    assert stored == seen["cut"]["present"]
+    # A writer told "stored" was; one told otherwise may still have committed: when the
+    # link dies between the server's commit and its reply (the cut lands about when a
+    # 75 MB store commits), no client can know, so "not stored" means absent or whole.
+    if stored:
+        assert seen["cut"]["present"]
     parts_whole_then_collected(cluster.dsn)
 
 
