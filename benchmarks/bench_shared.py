@@ -678,27 +678,13 @@ def main() -> None:
             print("4. bytes", flush=True)
             count, mb = (3, 2) if quick else (10, 20)
             try:
-                result = run_child(
-                    {
-                        "role": "bytes",
-                        "root": str(tmp / "bytes"),
-                        "where": "path",
-                        "logs": count,
-                        "mb": mb,
-                    }
-                )
+                job = {"role": "bytes", "where": "path", "logs": count, "mb": mb}
+                result = run_child({**job, "root": str(tmp / "bytes")})
                 data["bytes"] = {**result, "logs": count, "mb": mb}
                 # The same in a process limited to two malloc arenas (glibc): the heap
                 # each indexing thread's arena keeps is most of the run-to-run spread.
                 two = run_child(
-                    {
-                        "role": "bytes",
-                        "root": str(tmp / "bytes-arenas"),
-                        "where": "path",
-                        "logs": count,
-                        "mb": mb,
-                    },
-                    env={"MALLOC_ARENA_MAX": "2"},
+                    {**job, "root": str(tmp / "bytes-arenas")}, env={"MALLOC_ARENA_MAX": "2"}
                 )
                 data["bytes"]["arena2_after_kb"] = two["after_kb"]
             except Exception as exc:  # reported in the table, not hidden
