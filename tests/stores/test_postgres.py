@@ -561,3 +561,52 @@ def test_connections_ask_the_server_to_end_abandoned_transactions(store: Postgre
         keepalives = conn.info.get_parameters().get("keepalives")
     assert timeout == ("1min",)
     assert keepalives == "1"
+
+
+#: A deferred constraint trigger runs at COMMIT; this one ends its own backend there, so
+#: the client's connection breaks while the server commits (the reply a cut link loses).
+_CUT_AT_COMMIT = """
+CREATE FUNCTION offprompt_test_cut_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER offprompt_test_cut_at_commit AFTER INSERT OR UPDATE ON {table}
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION offprompt_test_cut_at_commit();
+"""
+
+
+def test_a_link_lost_during_commit_says_the_outcome_is_unknown(postgres_dsn: str) -> None:
+    """A commit whose connection breaks during COMMIT cannot know whether the server
+    applied it: the error says so (and to read back), unlike a failure before COMMIT."""
+    with PostgresStore(postgres_dsn) as store:
+        store.task_commit("first", {"n": 1}, expect=None)
+        sql(postgres_dsn, _CUT_AT_COMMIT.format(table="offprompt_tasks"))
+        with pytest.raises(StorageError, match="committing a task output failed") as caught:
+            store.task_commit("second", {"n": 2}, expect=None)
+        assert "outcome is unknown" in str(caught.value)
+        assert "read it back" in str(caught.value)
+        sql(postgres_dsn, "DROP TRIGGER offprompt_test_cut_at_commit ON offprompt_tasks")
+        # The pool recovers; what was committed before is whole, the cut one absent or whole.
+        assert store.task_get("first").meta == {"n": 1}  # type: ignore[union-attr]
+        second = store.task_get("second")
+        assert second is None or second.meta == {"n": 2}
+        # A failure before COMMIT (the server refuses a row) is not called unknown.
+        sql(
+            postgres_dsn,
+            "ALTER TABLE offprompt_tasks ADD CONSTRAINT no_third CHECK (namespace <> 'third')",
+        )
+        with pytest.raises(StorageError, match="no_third") as refused:
+            store.task_commit("third", {"n": 3}, expect=None)
+        assert "unknown" not in str(refused.value)
+
+
+async def test_an_async_batch_whose_link_is_lost_during_commit_says_so(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    try:
+        await store.aappend("s", msgs("a", "b"), [1, 1])
+        sql(postgres_dsn, _CUT_AT_COMMIT.format(table="offprompt_messages"))
+        with pytest.raises(StorageError, match="outcome is unknown"):
+            # An idempotency key makes the append a transaction (and its retry safe).
+            await store.aappend("s", msgs("c", "d"), [1, 1], idempotency_key="cd")
+        sql(postgres_dsn, "DROP TRIGGER offprompt_test_cut_at_commit ON offprompt_messages")
+        assert [r.message.text for r in await store.aread("s")][:2] == ["a", "b"]
+    finally:
+        await store.aclose()

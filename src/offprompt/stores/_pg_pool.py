@@ -196,12 +196,20 @@ class PgConnections:
         self._closed = False
 
     # -- errors ----------------------------------------------------------------------
-    def _error(self, action: str, exc: BaseException) -> StorageError:
+    def _error(self, action: str, exc: BaseException, *, at_commit: bool = False) -> StorageError:
+        """The StorageError for ``exc``; ``at_commit`` when the link broke during COMMIT."""
         detail = str(exc).strip() or type(exc).__name__
         if isinstance(exc, PoolTimeout):
             detail = (
                 f"no working connection within {self._timeout:g}s "
                 "(is the server down, restarting or unreachable?)"
+            )
+        if at_commit:
+            # The server may have committed and lost only its reply: no client can know.
+            detail = (
+                "the connection was lost while the server was committing, so the outcome"
+                " is unknown: it may have been applied (read it back before doing it"
+                f" again): {detail}"
             )
         if self._password:
             detail = detail.replace(self._password, "***")
@@ -255,23 +263,30 @@ class PgConnections:
         return pool
 
     def _do(self, op: _Op[_T], *, action: str, write: bool = False) -> _T:
+        committing = lost_at_commit = False
         try:
             with self._sync_pool().connection() as conn:
                 try:
                     if not write:
                         return _run_sync(conn.cursor(), op)
                     with conn.transaction():
-                        return _run_sync(conn.cursor(), op)
+                        result = _run_sync(conn.cursor(), op)
+                        committing = True
+                    return result
                 except _Replay as replay:
                     return replay.seqs  # type: ignore[return-value]
+                except psycopg.OperationalError:
+                    lost_at_commit = committing and conn.broken
+                    raise
                 finally:
                     self._checks.used(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
                 self._checks.failed()
-            raise self._error(action, exc) from None
+            raise self._error(action, exc, at_commit=lost_at_commit) from None
 
     async def _ado(self, op: _Op[_T], *, action: str, write: bool = False) -> _T:
+        committing = lost_at_commit = False
         try:
             pool = await self._async_pool()
             async with pool.connection() as conn:
@@ -279,15 +294,20 @@ class PgConnections:
                     if not write:
                         return await _run_async(conn.cursor(), op)
                     async with conn.transaction():
-                        return await _run_async(conn.cursor(), op)
+                        result = await _run_async(conn.cursor(), op)
+                        committing = True
+                    return result
                 except _Replay as replay:
                     return replay.seqs  # type: ignore[return-value]
+                except psycopg.OperationalError:
+                    lost_at_commit = committing and conn.broken
+                    raise
                 finally:
                     self._checks.used(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
                 self._checks.failed()
-            raise self._error(action, exc) from None
+            raise self._error(action, exc, at_commit=lost_at_commit) from None
 
     @contextlib.contextmanager
     def _admin(self, action: str) -> Iterator[psycopg.Connection[Any]]:
