@@ -15,6 +15,7 @@ from offprompt.errors import NamespaceError, StorageError, ValidationError
 from offprompt.names import validate_namespace
 from offprompt.vectors import (
     BM25SparseEncoder,
+    BM25WordEncoder,
     Embedder,
     HashingEmbedder,
     QdrantVectorStore,
@@ -270,6 +271,17 @@ def test_bm25_span_encoding_equals_one_document_at_a_time(docs: list[list[int]])
         assert np.allclose(got.values, want.values)
     with pytest.raises(ValidationError, match="token ids"):
         enc.encode_ids([-1, 2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=60), min_size=1, max_size=8))
+def test_document_terms_are_the_terms_encode_documents_weights(texts: list[str]) -> None:
+    """What task memory's rerank matches lines on: the built-in encoders' terms without
+    the weights must be exactly the indices their sparse vectors carry."""
+    for enc in (BM25SparseEncoder(avg_len=16.0), BM25WordEncoder()):
+        terms = enc.document_terms(texts)
+        vectors = enc.encode_documents(texts)
+        assert [sorted(set(t)) for t in terms] == [v.indices for v in vectors]
 
 
 def test_unscoped_points_carry_no_empty_scope_fields_and_scopes_stay_apart(

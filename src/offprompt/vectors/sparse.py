@@ -184,9 +184,14 @@ class BM25WordEncoder:
         """BM25 document weights of ``text``."""
         return self.encode_documents([text])[0]
 
+    def document_terms(self, texts: Sequence[str]) -> list[list[int]]:
+        """The term ids :meth:`encode_documents` would weight, per text (repeats kept):
+        what a caller matching terms needs, without computing the weights."""
+        return [self.analyzer.indices(text) for text in texts]
+
     def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
         """BM25 document weights of each text (one vectorised pass for all of them)."""
-        lists = [self.analyzer.indices(text) for text in texts]
+        lists = self.document_terms(texts)
         stops = list(accumulate(len(ids) for ids in lists))
         flat = np.fromiter(
             chain.from_iterable(lists), dtype=np.int64, count=stops[-1] if stops else 0
@@ -274,9 +279,13 @@ class BM25SparseEncoder:
         """BM25 document weights of ``text``."""
         return self.encode_ids(self.tokenizer.encode(text))
 
+    def document_terms(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids :meth:`encode_documents` would weight, per text (repeats kept)."""
+        return [self.tokenizer.encode(text) for text in texts]
+
     def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
         """BM25 document weights of each text (one :meth:`encode_spans` for all of them)."""
-        return self.encode_id_lists([self.tokenizer.encode(text) for text in texts])
+        return self.encode_id_lists(self.document_terms(texts))
 
     def encode_id_lists(self, documents: Sequence[Sequence[int]]) -> list[SparseVector]:
         """BM25 document weights of documents given as token id lists, in one pass."""
