@@ -206,3 +206,48 @@ def test_texts_waiting_for_the_indexer_are_bounded_in_bytes(tmp_path: Path) -> N
         for i in range(5):
             hit = memory.query(f"log{i}", f"MARKER-{i}", top_n=1).value[0]
             assert f"MARKER-{i}" in hit.value
+
+
+def test_a_narrowed_passage_counts_its_own_tokens(tmp_path: Path) -> None:
+    """A hit narrowed to one chunk of its point reports that chunk's tokens, from the
+    point's ``chunk_tokens`` or, for a point indexed before they were kept, counted;
+    the query's trace event sums what the passages returned hold."""
+    from offprompt.task_memory._points import narrow_hits
+    from offprompt.vectors import Hit
+
+    text = _log(800, seed=5)
+    tokenizer = default_tokenizer()
+    with TaskMemory(path=tmp_path / "tm", chunk_tokens=128, index="sync") as memory:
+        memory.store_artifact("logs", TextArtifact(text))
+        data = text.encode("utf-8")
+        records = memory.vector_store.scroll("logs")
+        several = [r for r in records if r.payload.get("cuts")]
+        assert several
+        for record in several:
+            assert len(record.payload["chunk_tokens"]) == len(record.payload["cuts"]) + 1
+            assert sum(record.payload["chunk_tokens"]) == record.payload["tokens"]
+
+        def hits(keep_counts: bool) -> list[Hit]:
+            made = []
+            for record in several:
+                payload = {**record.payload, "chunk_index": record.payload["seq"]}
+                if not keep_counts:
+                    del payload["chunk_tokens"]
+                span = data[payload["byte_start"] : payload["byte_end"]].decode("utf-8")
+                made.append(Hit(id=record.id, score=0.0, text=span, payload=payload))
+            return made
+
+        encoder = memory.vector_store.sparse_encoder
+        for query in QUERIES:
+            kept = narrow_hits(hits(True), query, encoder, 5, tokenizer.count)
+            counted = narrow_hits(hits(False), query, encoder, 5, tokenizer.count)
+            assert [h.text for h in kept] == [h.text for h in counted]
+            assert [h.payload["tokens"] for h in kept] == [h.payload["tokens"] for h in counted]
+            assert [h.payload["tokens"] for h in kept] == [tokenizer.count(h.text) for h in kept]
+            assert all("chunk_tokens" not in h.payload and "cuts" not in h.payload for h in kept)
+            assert [h.score for h in kept] == sorted((h.score for h in kept), reverse=True)
+
+        memory.tracer.clear()  # type: ignore[attr-defined]
+        found = memory.query("logs", "000123 latency", top_n=5).value
+        (event,) = memory.tracer.events("query")  # type: ignore[attr-defined]
+        assert event.tokens == sum(tokenizer.count(hit.value) for hit in found) > 0

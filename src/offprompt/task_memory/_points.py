@@ -8,9 +8,10 @@ names) that the next chunk repeats too. With no dense vectors (BM25 alone, the d
 nothing limits how much text one point may cover, so :class:`TextArtifactStorage` indexes
 :data:`CHUNKS_PER_POINT` consecutive chunks as one point: its sparse vector is the BM25
 of their tokens together, its payload the chunks' joint location plus the byte offsets
-where its chunks meet (``cuts``). A search hit is then narrowed back to the one chunk of
-its point that best matches the query (:func:`narrow_hits`), so ``query`` returns chunks
-of ``chunk_tokens`` as before, each with its own ``seq``, offsets and page.
+where its chunks meet (``cuts``) and each chunk's tokens (``chunk_tokens``). A search hit
+is then narrowed back to the one chunk of its point that best matches the query
+(:func:`narrow_hits`), so ``query`` returns chunks of ``chunk_tokens`` as before, each
+with its own ``seq``, offsets, tokens and page.
 
 With dense vectors a point stays one chunk: an embedding model reads a bounded context,
 and a chunk is what it was sized for.
@@ -26,7 +27,7 @@ from typing import Any
 from offprompt.task_memory.chunking import Chunk
 from offprompt.vectors import Hit
 
-__all__ = ["CANDIDATES", "CHUNKS_PER_POINT", "narrow_hits", "point_payload", "points_for", "rerank"]
+__all__ = ["CANDIDATES", "CHUNKS_PER_POINT", "narrow_hits", "point_payload", "points_for"]
 
 #: Chunks per point of a lexical-only index. Measured on ten 20 MB logs
 #: (``benchmarks/bench_shared.py``, section 4) and on the Loghub dev logs' rare events
@@ -34,7 +35,7 @@ __all__ = ["CANDIDATES", "CHUNKS_PER_POINT", "narrow_hits", "point_payload", "po
 #: 0.75x the text while the rare events found stay the same.
 CHUNKS_PER_POINT = 4
 #: Points a search of several-chunk points fetches per result asked for: the chunks they
-#: narrow to are reranked (:func:`rerank`) and the best ``top_n`` kept.
+#: narrow to are reranked (:func:`narrow_hits`) and the best ``top_n`` kept.
 CANDIDATES = 2
 
 
@@ -61,27 +62,49 @@ def point_payload(
         payload["byte_end"] = last.byte_end
     if len(chunks) > 1:
         payload["cuts"] = [c.byte_end - first.byte_start for c in chunks[:-1]]
+        payload["chunk_tokens"] = [c.tokens for c in chunks]
     return payload
 
 
-def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any) -> list[float]:
-    """Narrow every hit of a several-chunk point (text already filled in) to its chunk
-    that best matches ``query``, in place: text, ``seq``, ``start``/``end``,
-    ``byte_start``/``byte_end``, ``tokens`` and ``chunk_index`` become that chunk's.
-    Returns each hit's score for :func:`rerank` (0.0 for a hit left as it was).
+def narrow_hits(
+    hits: Sequence[Hit], query: str, encoder: Any, top_n: int, count_tokens: Any
+) -> list[Hit]:
+    """The ``top_n`` of ``hits`` (several-chunk points, text already filled in), each
+    narrowed to its chunk that best matches ``query``: text, ``seq``, ``start``/``end``,
+    ``byte_start``/``byte_end``, ``tokens`` and ``chunk_index`` become that chunk's, and
+    ``score`` the chunk's score, so scores fall in the order returned (the search's own
+    order breaks ties). Only the hits returned are narrowed: a narrowed chunk's tokens are
+    read from the point's ``chunk_tokens``, or counted with ``count_tokens``.
 
     The unit of the score is a line: a log event is one line, and the chunk holding the
     line that covers most of the query is the chunk to show. A line scores the sum of
     the IDF, among all lines of these hits, of the query's terms it holds (a term on
     every line tells them apart least); a chunk scores its best line, then the sum of
-    its lines' scores breaks ties; remaining ties go to the earlier chunk.
+    its lines' scores breaks ties; remaining ties go to the earlier chunk. A hit without
+    text scores 0.0 and is returned as it is.
     """
+    scores, best = _best_chunks(hits, query, encoder)
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:top_n]
+    for i in order:
+        hits[i].score = float(scores[i])
+        if i in best:
+            _narrow_to(hits[i], *best[i], count_tokens)
+    return [hits[i] for i in order]
+
+
+def _best_chunks(
+    hits: Sequence[Hit], query: str, encoder: Any
+) -> tuple[list[float], dict[int, tuple[list[bytes], list[int], int]]]:
+    """Each hit's score (0.0 without text), and for each hit of several chunks its
+    chunks' UTF-8 pieces, their byte bounds and the index of the best (see
+    :func:`narrow_hits`)."""
     scores = [0.0] * len(hits)
+    best_of: dict[int, tuple[list[bytes], list[int], int]] = {}
     with_text = [(i, h) for i, h in enumerate(hits) if h.text]
     if not with_text:
-        return scores
+        return scores, best_of
     wanted = set(encoder.encode_query(query).indices)
-    split: list[tuple[int, Hit, list[bytes], list[int], list[int]]] = []
+    split: list[tuple[int, list[bytes], list[int], list[int]]] = []
     lines: list[str] = []  # every line of every hit, encoded in one call below
     for at, hit in with_text:
         data = hit.text.encode("utf-8")
@@ -92,7 +115,7 @@ def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any
             piece_lines = piece.decode("utf-8").splitlines()
             lines += piece_lines
             counts.append(len(piece_lines))
-        split.append((at, hit, pieces, bounds, counts))
+        split.append((at, pieces, bounds, counts))
     found = [wanted.intersection(terms) for terms in _document_terms(encoder, lines)]
     df: dict[int, int] = {}
     for terms in found:
@@ -100,7 +123,7 @@ def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any
             df[term] = df.get(term, 0) + 1
     idf = {t: math.log(1.0 + (len(lines) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
     line_scores = iter([sum(idf[t] for t in terms) for terms in found])
-    for at, hit, pieces, bounds, counts in split:
+    for at, pieces, bounds, counts in split:
         keys = []
         for count in counts:
             own = [next(line_scores) for _ in range(count)] or [0.0]
@@ -108,8 +131,8 @@ def narrow_hits(hits: Sequence[Hit], query: str, encoder: Any, count_tokens: Any
         best = max(range(len(pieces)), key=lambda k: (keys[k], -k))
         scores[at] = keys[best][0]
         if len(pieces) > 1:
-            _narrow_to(hit, pieces, bounds, best, count_tokens)
-    return scores
+            best_of[at] = (pieces, bounds, best)
+    return scores, best_of
 
 
 def _document_terms(encoder: Any, texts: list[str]) -> list[Any]:
@@ -120,15 +143,6 @@ def _document_terms(encoder: Any, texts: list[str]) -> list[Any]:
     if terms is not None:
         return list(terms(texts))
     return [v.indices for v in encoder.encode_documents(texts)]
-
-
-def rerank(hits: Sequence[Hit], scores: Sequence[float], top_n: int) -> list[Hit]:
-    """The ``top_n`` of ``hits`` by their :func:`narrow_hits` score (the search's own order
-    breaks ties), each hit's ``score`` set to it so scores fall in the order returned."""
-    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
-    for i in order[:top_n]:
-        hits[i].score = float(scores[i])
-    return [hits[i] for i in order[:top_n]]
 
 
 def _narrow_to(
@@ -144,6 +158,7 @@ def _narrow_to(
     payload["byte_end"] = byte_start + bounds[best + 1]
     payload["start"] = int(payload["start"]) + before
     payload["end"] = payload["start"] + len(text)
-    payload["tokens"] = count_tokens(text)
+    counts = payload.pop("chunk_tokens", None)  # absent from points indexed before it
+    payload["tokens"] = int(counts[best]) if counts else count_tokens(text)
     del payload["cuts"]
     hit.text = text

@@ -194,6 +194,15 @@ def fill_passages(
         hit.text = data.decode("utf-8")
 
 
+def _passage_tokens(memory: TaskMemory, hit: Hit) -> int:
+    """The tokens of a passage ``query`` returns: its chunk's count from the index (the
+    chunker counted them when it cut the chunk), or counted here if the index has none."""
+    if not hit.text:
+        return 0
+    tokens = hit.payload.get("tokens")
+    return int(tokens) if tokens is not None else memory.tokenizer.count(hit.text)
+
+
 def page_finder(
     memory: TaskMemory, namespace: str, meta: NamespaceMeta, storage: TextArtifactStorage
 ) -> Callable[[Mapping[str, Any]], int]:
@@ -326,7 +335,7 @@ def query(
         TraceEvent(
             "query",
             scope=memory._scope_fields(),
-            tokens=sum(memory.tokenizer.count(h.text) for h in hits),
+            tokens=sum(_passage_tokens(memory, h) for h in hits),
             scores={str(h.id): float(h.score) for h in hits},
             included=[{"id": h.id, "chunk_index": h.payload.get("chunk_index")} for h in hits],
             detail={"namespace": namespace, "query": query[:200], "top_n": top_n},

@@ -23,7 +23,6 @@ from offprompt.task_memory._points import (
     CHUNKS_PER_POINT,
     narrow_hits,
     point_payload,
-    rerank,
 )
 from offprompt.task_memory.blobs import BlobStore
 from offprompt.task_memory.chunking import (
@@ -573,7 +572,7 @@ class TextArtifactStorage:
         encoder = self._store(tenant).sparse_encoder
         if self.chunks_per_point == 1 or encoder is None:
             return hits[:top_n]
-        return rerank(hits, narrow_hits(hits, query, encoder, self.tokenizer.count), top_n)
+        return narrow_hits(hits, query, encoder, top_n, self.tokenizer.count)
 
     def drop_chunks(self, namespace: str, generations: Sequence[str], *, tenant: str) -> None:
         """Delete the chunks of ``generations`` (the raw text stays)."""
