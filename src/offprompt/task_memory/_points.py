@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,16 +118,15 @@ def _best_chunks(
             counts.append(len(piece_lines))
         split.append((at, pieces, bounds, counts))
     found = [wanted.intersection(terms) for terms in _document_terms(encoder, lines)]
-    df: dict[int, int] = {}
-    for terms in found:
-        for term in terms:
-            df[term] = df.get(term, 0) + 1
+    df = Counter(itertools.chain.from_iterable(found))
     idf = {t: math.log(1.0 + (len(lines) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
-    line_scores = iter([sum(idf[t] for t in terms) for terms in found])
+    line_scores = [sum(map(idf.__getitem__, terms)) for terms in found]
+    at_line = 0
     for at, pieces, bounds, counts in split:
         keys = []
         for count in counts:
-            own = [next(line_scores) for _ in range(count)] or [0.0]
+            own = line_scores[at_line : at_line + count] or [0.0]
+            at_line += count
             keys.append((max(own), sum(own)))
         best = max(range(len(pieces)), key=lambda k: (keys[k], -k))
         scores[at] = keys[best][0]
