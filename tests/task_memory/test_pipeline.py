@@ -17,7 +17,7 @@ from offprompt.errors import StorageError, ValidationError
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.blobs import InMemoryBlobStore
 from offprompt.task_memory.chunking import _token_byte_lengths
-from offprompt.task_memory.pipeline import consume_behind, run_beside
+from offprompt.task_memory.pipeline import consume_behind
 from offprompt.tokens import default_tokenizer
 
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
@@ -125,45 +125,16 @@ def test_close_releases_the_embedded_engine_so_the_path_can_be_reopened(tmp_path
         assert reopened.namespaces() == ["ns"]
 
 
-# ------------------------------------------------- run_beside (the raw write's thread)
-
-
-def test_run_beside_returns_the_result_raises_the_failure_and_keeps_the_context() -> None:
-    REQUEST.set("req-9")
-    started = threading.Event()
-
-    def slow() -> str:
-        started.set()
-        time.sleep(0.05)
-        return REQUEST.get()
-
-    pending = run_beside(slow)
-    assert started.wait(5)  # it runs while this thread goes on
-    assert pending.result() == "req-9"
-
-    def broken() -> str:
-        raise OSError("disk gone")
-
-    failed = run_beside(broken)
-    failed.wait()  # waiting never raises
-    with pytest.raises(OSError, match="disk gone"):
-        failed.result()
-    assert run_beside(lambda: threading.current_thread().name, inline=True).result() == (
-        threading.current_thread().name
-    )
-
-
 class _FailingBigPuts(InMemoryBlobStore):
     """Accepts small blobs, fails on large ones (a full disk mid-write)."""
 
     def put(self, namespace: str, data: bytes, **kwargs: Any) -> str:
         if len(data) >= 1 << 20:
-            time.sleep(0.05)  # still writing while the card's stats are computed
             raise StorageError("no space left on device")
         return super().put(namespace, data, **kwargs)
 
 
-def test_a_raw_write_failing_in_its_thread_leaves_nothing_visible() -> None:
+def test_a_raw_write_failing_mid_store_leaves_nothing_visible() -> None:
     blobs = _FailingBigPuts()
     memory = TaskMemory(blob_store=blobs)
     memory.process_output("t", "call", TextArtifact("kept line\n" * 500, name="ns"))
