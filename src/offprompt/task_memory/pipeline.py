@@ -1,4 +1,4 @@
-"""A two-stage pipeline across a thread boundary, with errors and early stops handled.
+"""Two-stage pipelines across a thread boundary, with errors and early stops handled.
 
 :func:`consume_behind` runs a consumer in a worker thread while the calling thread
 produces. TaskMemory uses it for large outputs: the calling thread tokenises (one
@@ -7,6 +7,9 @@ That way round, rather than tokenising in the worker, because tiktoken encodes ~
 slower in any thread other than the one that first used it (measured with tiktoken
 0.14: ~60 ms for 1 MB on the main thread, ~90 ms on another), and because the producer then needs
 the GIL only twice per segment, so it is never starved by the busy consumer.
+
+:func:`run_beside` runs one call in a worker thread while the caller goes on (the raw
+output's hash and durable write, which need no GIL, beside the card's line count).
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ import contextvars
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["consume_behind"]
+__all__ = ["Pending", "consume_behind", "run_beside"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -90,3 +93,45 @@ def consume_behind(consume: Callable[[Iterator[T]], R], items: Iterator[T], dept
     if failure:
         raise failure[0]
     return result[0]
+
+
+class Pending(Generic[R]):
+    """A call running in a worker thread (see :func:`run_beside`)."""
+
+    def __init__(self, call: Callable[[], R], *, inline: bool) -> None:
+        self._result: list[R] = []
+        self._failure: list[BaseException] = []
+        self._thread: threading.Thread | None = None
+        if inline:
+            self._run(call)
+            return
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._run, call), name="offprompt-beside", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, call: Callable[[], R]) -> None:
+        try:
+            self._result.append(call())
+        except BaseException as exc:  # handed to whoever asks for the result
+            self._failure.append(exc)
+
+    def wait(self) -> None:
+        """Wait for the call to finish (its result or failure stays for :meth:`result`)."""
+        if self._thread is not None:
+            self._thread.join()
+
+    def result(self) -> R:
+        """Wait for the call; its result, or its exception raised here."""
+        self.wait()
+        if self._failure:
+            raise self._failure[0]
+        return self._result[0]
+
+
+def run_beside(call: Callable[[], R], *, inline: bool = False) -> Pending[R]:
+    """Start ``call()`` in a worker thread (in a copy of the caller's context) and return
+    at once; :meth:`Pending.result` waits for it. ``inline=True`` runs it here and now
+    (small work is not worth a thread)."""
+    return Pending(call, inline=inline)

@@ -332,8 +332,7 @@ class TextArtifactStorage:
     def put_raw(self, namespace: str, data: bytes, *, tenant: str) -> str:
         """Store ``data`` (durably under ``path=``) in the raw store; returns its key.
 
-        Safe to run in another thread: the blob stores hash and write without the GIL
-        (``TaskMemory`` writes on the calling thread, which measured faster).
+        Safe to run in another thread: the blob stores hash and write without the GIL.
         """
         if self.raw_store is None:
             raise ValidationError("this TextArtifactStorage has no raw_store")
