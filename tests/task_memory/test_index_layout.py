@@ -210,7 +210,7 @@ def test_texts_waiting_for_the_indexer_are_bounded_in_bytes(tmp_path: Path) -> N
 
 def test_a_narrowed_passage_counts_its_own_tokens(tmp_path: Path) -> None:
     """A hit narrowed to one chunk of its point reports that chunk's tokens, from the
-    point's ``chunk_tokens`` or, for a point indexed before they were kept, counted;
+    point's ``tokens_per_chunk`` or, for a point indexed before they were kept, counted;
     the query's trace event sums what the passages returned hold."""
     from offprompt.task_memory._points import narrow_hits
     from offprompt.vectors import Hit
@@ -224,15 +224,15 @@ def test_a_narrowed_passage_counts_its_own_tokens(tmp_path: Path) -> None:
         several = [r for r in records if r.payload.get("cuts")]
         assert several
         for record in several:
-            assert len(record.payload["chunk_tokens"]) == len(record.payload["cuts"]) + 1
-            assert sum(record.payload["chunk_tokens"]) == record.payload["tokens"]
+            assert len(record.payload["tokens_per_chunk"]) == len(record.payload["cuts"]) + 1
+            assert sum(record.payload["tokens_per_chunk"]) == record.payload["tokens"]
 
         def hits(keep_counts: bool) -> list[Hit]:
             made = []
             for record in several:
                 payload = {**record.payload, "chunk_index": record.payload["seq"]}
                 if not keep_counts:
-                    del payload["chunk_tokens"]
+                    del payload["tokens_per_chunk"]
                 span = data[payload["byte_start"] : payload["byte_end"]].decode("utf-8")
                 made.append(Hit(id=record.id, score=0.0, text=span, payload=payload))
             return made
@@ -244,7 +244,9 @@ def test_a_narrowed_passage_counts_its_own_tokens(tmp_path: Path) -> None:
             assert [h.text for h in kept] == [h.text for h in counted]
             assert [h.payload["tokens"] for h in kept] == [h.payload["tokens"] for h in counted]
             assert [h.payload["tokens"] for h in kept] == [tokenizer.count(h.text) for h in kept]
-            assert all("chunk_tokens" not in h.payload and "cuts" not in h.payload for h in kept)
+            assert all(
+                "tokens_per_chunk" not in h.payload and "cuts" not in h.payload for h in kept
+            )
             assert [h.score for h in kept] == sorted((h.score for h in kept), reverse=True)
 
         memory.tracer.clear()  # type: ignore[attr-defined]

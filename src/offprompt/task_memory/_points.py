@@ -8,7 +8,7 @@ names) that the next chunk repeats too. With no dense vectors (BM25 alone, the d
 nothing limits how much text one point may cover, so :class:`TextArtifactStorage` indexes
 :data:`CHUNKS_PER_POINT` consecutive chunks as one point: its sparse vector is the BM25
 of their tokens together, its payload the chunks' joint location plus the byte offsets
-where its chunks meet (``cuts``) and each chunk's tokens (``chunk_tokens``). A search hit
+where its chunks meet (``cuts``) and each chunk's tokens (``tokens_per_chunk``). A search hit
 is then narrowed back to the one chunk of its point that best matches the query
 (:func:`narrow_hits`), so ``query`` returns chunks of ``chunk_tokens`` as before, each
 with its own ``seq``, offsets, tokens and page.
@@ -63,7 +63,7 @@ def point_payload(
         payload["byte_end"] = last.byte_end
     if len(chunks) > 1:
         payload["cuts"] = [c.byte_end - first.byte_start for c in chunks[:-1]]
-        payload["chunk_tokens"] = [c.tokens for c in chunks]
+        payload["tokens_per_chunk"] = [c.tokens for c in chunks]
     return payload
 
 
@@ -75,7 +75,7 @@ def narrow_hits(
     ``byte_start``/``byte_end``, ``tokens`` and ``chunk_index`` become that chunk's, and
     ``score`` the chunk's score, so scores fall in the order returned (the search's own
     order breaks ties). Only the hits returned are narrowed: a narrowed chunk's tokens are
-    read from the point's ``chunk_tokens``, or counted with ``count_tokens``.
+    read from the point's ``tokens_per_chunk``, or counted with ``count_tokens``.
 
     The unit of the score is a line: a log event is one line, and the chunk holding the
     line that covers most of the query is the chunk to show. A line scores the sum of
@@ -158,7 +158,7 @@ def _narrow_to(
     payload["byte_end"] = byte_start + bounds[best + 1]
     payload["start"] = int(payload["start"]) + before
     payload["end"] = payload["start"] + len(text)
-    counts = payload.pop("chunk_tokens", None)  # absent from points indexed before it
+    counts = payload.pop("tokens_per_chunk", None)  # absent from points indexed before it
     payload["tokens"] = int(counts[best]) if counts else count_tokens(text)
     del payload["cuts"]
     hit.text = text
