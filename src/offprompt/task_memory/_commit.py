@@ -37,7 +37,6 @@ from offprompt.errors import (
 from offprompt.names import validate_namespace
 from offprompt.task_memory import _card_stats, _index_jobs
 from offprompt.task_memory._namespace_meta import ArtifactEntry, NamespaceMeta
-from offprompt.task_memory.blobs import FileBlobStore
 from offprompt.task_memory.card import (
     OutputStats,
     render_card,
@@ -59,18 +58,14 @@ if TYPE_CHECKING:
 COMMIT_RETRIES = 50
 EMPTY_OUTPUT = "tool output is empty"
 # Raw outputs from this size on are hashed and stored in a worker thread beside the
-# card's stats, except into files (see _beside).
+# card's stats, unless the raw store opts out (see _beside).
 _BESIDE_BYTES = 1 << 20
 
 
 def _beside(storage: TextArtifactStorage, size: int) -> bool:
-    """Whether to hash and store ``size`` raw bytes in a worker thread. Measured with
-    ``benchmarks/bench_shared.py`` (section 1, the disk synced before each store): in
-    memory and on PostgreSQL the worker's hash and send overlap the stats (10 MB in
-    memory 0.011 s against 0.015 s inline; PostgreSQL 50 MB 0.28 s against 0.30 s); into
-    a ``FileBlobStore`` (``path=``) the write from a worker took 0.17-0.21 s for 50 MB
-    against ~0.06 s on the calling thread, with ~10 ms of stats to overlap."""
-    return size >= _BESIDE_BYTES and not isinstance(storage.raw_store, FileBlobStore)
+    """Whether to hash and store ``size`` raw bytes in a worker thread: large outputs,
+    unless the raw store says otherwise (``put_beside``, see ``FileBlobStore``)."""
+    return size >= _BESIDE_BYTES and bool(getattr(storage.raw_store, "put_beside", True))
 
 
 def store(

@@ -251,6 +251,14 @@ class FileBlobStore:
         b'\\x89PNG'
     """
 
+    #: Whether ``TaskMemory`` should call :meth:`put` from a worker thread beside the
+    #: card's stats (a store without this attribute: yes). Not for files: measured with
+    #: ``benchmarks/bench_shared.py`` (section 1, the disk synced before each store), a
+    #: 50 MB put took 0.17-0.21 s from a worker against ~0.06 s on the calling thread,
+    #: with ~10 ms of stats to overlap. In memory and on SQL stores the worker's hash and
+    #: send do overlap them (10 MB in memory 0.011 s against 0.015 s on the caller).
+    put_beside = False
+
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
         try:
