@@ -111,15 +111,38 @@ def test_every_delete_reaches_the_parts(postgres_dsn: str) -> None:
         assert part_rows(postgres_dsn) == 0
 
 
-def test_a_blob_row_is_refused_when_its_parts_went_meanwhile(postgres_dsn: str) -> None:
-    """A namespace deleted while a writer stores its parts: the blob row is not written
-    (a clear error), so the metadata commit that would name the blob fails too."""
+def test_a_delete_racing_a_writer_leaves_its_parts_so_its_store_lands_whole(
+    postgres_dsn: str,
+) -> None:
+    """A namespace deleted while a writer stores its parts (issue 41): a delete takes
+    whole blobs only, so the writer's parts stay, its blob row is written, and the store
+    it finishes commits and reads back whole (before, the delete took the parts and the
+    racing store failed)."""
     data = logs(100_000)
     part = _tasks.task_part("ns", ACME)
     with PostgresStore(postgres_dsn) as store:
         store._task(_tasks.op_put_part(part, "ns", "u1", 0, data[:1000]), "test")
         store._task(_tasks.op_put_part(part, "ns", "u1", 1, data[1000:2000]), "test")
-        store.task_delete("ns", scope=ACME)  # takes the parts, no blob row yet
+        store.task_delete("ns", scope=ACME)
+        assert part_rows(postgres_dsn, "ns") == 2  # the writer's, in flight
+        key = _tasks.content_key(data[:2000])
+        seal = _tasks.op_seal_parts(part, "ns", key, "u1", 2, 2000)
+        assert store._task(seal, "test", write=True) is True
+        assert store.task_commit("ns", {}, expect=None, blobs=[key], scope=ACME) == 1
+        assert store.task_get_blob("ns", key, scope=ACME) == data[:2000]
+
+
+def test_a_blob_row_is_refused_when_its_parts_went_meanwhile(postgres_dsn: str) -> None:
+    """Parts gone before the blob row is written (collected as abandoned, or deleted by
+    hand): the blob row is not written (a clear error), so the metadata commit that would
+    name the blob fails too."""
+    data = logs(100_000)
+    part = _tasks.task_part("ns", ACME)
+    with PostgresStore(postgres_dsn) as store:
+        store._task(_tasks.op_put_part(part, "ns", "u1", 0, data[:1000]), "test")
+        store._task(_tasks.op_put_part(part, "ns", "u1", 1, data[1000:2000]), "test")
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute("DELETE FROM offprompt_task_parts WHERE namespace = 'ns'")
         key = _tasks.content_key(data[:2000])
         seal = _tasks.op_seal_parts(part, "ns", key, "u1", 2, 2000)
         with pytest.raises(NotFoundError, match=r"2 of the 2 parts of blob .* are gone"):

@@ -15,7 +15,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +89,8 @@ class PgTasks:
         text = _tasks.check_meta(meta)
         part = _tasks.task_part(namespace, scope)
         op = _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
-        version = self._task(op, "committing a task output", write=True)
+        locked = _tasks.op_locked(part, namespace, op)
+        version = self._task(locked, "committing a task output", write=True)
         self._collect_parts()
         return version
 
@@ -112,7 +113,7 @@ class PgTasks:
 
     def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
         part = _tasks.task_part(namespace, scope)
-        op = _tasks.op_delete(part, namespace, parts=True)
+        op = _tasks.op_locked(part, namespace, _tasks.op_delete(part, namespace, parts=True))
         return self._task(op, "deleting a task output", write=True)
 
     def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
@@ -185,11 +186,16 @@ class PgTasks:
         return self._task(_tasks.op_blob_keys(part, namespace), "listing task blobs")
 
     def task_delete_blob(
-        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        scope: Scope | None = None,
+        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
     ) -> int:
         part = _tasks.task_part(namespace, scope)
-        op = _tasks.op_delete_blob(part, namespace, key, parts=True)
-        return self._task(op, "deleting a task blob", write=True)
+        op = _tasks.op_delete_blob(part, namespace, key, parts=True, referenced=referenced)
+        return self._task(_tasks.op_locked(part, namespace, op), "deleting a task blob", write=True)
 
     def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
         selected = check_selector(scope, all=all)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,10 +97,16 @@ class SQLiteTasks:
         return keys
 
     def task_delete_blob(
-        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        scope: Scope | None = None,
+        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
     ) -> int:
         part = _tasks.task_part(namespace, scope)
-        removed: int = self._task_write(_tasks.op_delete_blob(part, namespace, key))
+        op = _tasks.op_delete_blob(part, namespace, key, referenced=referenced)
+        removed: int = self._task_write(op)
         return removed
 
     def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:

@@ -26,6 +26,14 @@ metadata row is written last, and only if its version is still the one the write
 namespace is absent or whole for every reader, and two writers of one namespace never
 lose each other's artifacts: the second gets a conflict and merges.
 
+Deletes racing commits (issue 41): a blob that the namespace's committed metadata refers
+to is never deleted by a blob delete (:func:`op_delete_blob` with ``referenced``), and
+that check, every commit's blob check and a namespace's delete are exclusive with each
+other for one namespace, across processes and hosts: SQLite runs every write in ``BEGIN
+IMMEDIATE`` (one writer at a time), PostgreSQL's operations start with an advisory
+transaction lock on the namespace (:func:`op_locked`). An in-flight upload's parts (no
+blob row yet) are left to their writer, and to :func:`op_collect_parts` if it died.
+
 The operations are generators of :class:`Stmt` (``?`` placeholders) that receive each
 statement's rows or rowcount; ``SQLiteStore`` runs them on its connection and
 ``PostgresStore`` through its pool (``?`` becomes ``%s``).
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -146,6 +154,16 @@ def op_list(part: Part) -> Op[list[TaskRecord]]:
     return [TaskRecord(str(ns), json.loads(meta), int(v)) for ns, v, meta in rows]
 
 
+def op_locked(part: Part, namespace: str, op: Op[_T]) -> Op[_T]:
+    """``op`` after a PostgreSQL advisory lock on the namespace, held to the end of the
+    transaction: the operations that must not interleave for one namespace (commit,
+    delete, guarded blob delete) take it first. SQLite needs none: its writes are
+    serial."""
+    name = json.dumps([*part, namespace], ensure_ascii=False)
+    yield Stmt("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (name,))
+    return (yield from op)
+
+
 def op_commit(
     part: Part, namespace: str, meta: str, expect: int | None, blobs: Sequence[str], now: float
 ) -> Op[int | None]:
@@ -188,18 +206,16 @@ def op_commit(
 
 
 def _delete_parts(part: Part, namespace: str, key: str | None = None) -> Stmt:
-    """Delete a namespace's part rows (of blob ``key`` only, when given): before the blob
-    rows, the order in which a blob row's transaction locks them."""
-    if key is None:
-        return Stmt(
-            f"DELETE FROM offprompt_task_parts WHERE {_TP} AND namespace = ?",
-            (*part, namespace),
-            "rowcount",
-        )
+    """Delete the part rows of the namespace's blob rows (of blob ``key`` only, when
+    given): before the blob rows, the order in which a blob row's transaction locks them.
+    Parts of an upload with no blob row yet are a writer's in flight: left to it (a delete
+    racing a store must not fail the store), and collected by :func:`op_collect_parts`
+    once they are older than the grace period if their writer died."""
+    only = "" if key is None else " AND key = ?"
     return Stmt(
         f"DELETE FROM offprompt_task_parts WHERE {_TP} AND namespace = ? AND upload IN"
-        f" (SELECT upload FROM offprompt_task_blobs WHERE {_TP} AND namespace = ? AND key = ?)",
-        (*part, namespace, *part, namespace, key),
+        f" (SELECT upload FROM offprompt_task_blobs WHERE {_TP} AND namespace = ?{only})",
+        (*part, namespace, *part, namespace, *(() if key is None else (key,))),
         "rowcount",
     )
 
@@ -353,22 +369,50 @@ def op_blob_keys(part: Part, namespace: str) -> Op[list[str]]:
     return [str(r[0]) for r in rows]
 
 
-def op_delete_blob(part: Part, namespace: str, key: str | None, *, parts: bool = False) -> Op[int]:
-    if parts:
-        yield _delete_parts(part, namespace, key)
-    if key is None:
+def op_delete_blob(
+    part: Part,
+    namespace: str,
+    key: str | None,
+    *,
+    parts: bool = False,
+    referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
+) -> Op[int]:
+    """Delete blob ``key`` (every blob of the namespace when None); with ``referenced``
+    (the keys a committed metadata document refers to), never a blob the namespace's
+    committed metadata refers to, read in the same transaction."""
+    keep: set[str] = set()
+    if referenced is not None:
+        found = yield from op_get(part, namespace)
+        if found is not None:
+            keep = set(referenced(found.meta))
+    if key is not None and key in keep:
+        return 0
+    if key is not None:
+        doomed: list[str] | None = [key]
+    elif keep:
+        doomed = [k for k in (yield from op_blob_keys(part, namespace)) if k not in keep]
+    else:
+        doomed = None  # all of them
+    if doomed is None:
+        if parts:
+            yield _delete_parts(part, namespace)
         n = yield Stmt(
             f"DELETE FROM offprompt_task_blobs WHERE {_TP} AND namespace = ?",
             (*part, namespace),
             "rowcount",
         )
-    else:
+        return int(n)
+    removed = 0
+    for one in doomed:
+        if parts:
+            yield _delete_parts(part, namespace, one)
         n = yield Stmt(
             f"DELETE FROM offprompt_task_blobs WHERE {_TP} AND namespace = ? AND key = ?",
-            (*part, namespace, key),
+            (*part, namespace, one),
             "rowcount",
         )
-    return int(n)
+        removed += int(n)
+    return removed
 
 
 def _selector(scope: Scope) -> tuple[str, list[str]]:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
@@ -437,9 +437,21 @@ class BaseStore(ABC):
         raise self._no_tasks()
 
     def task_delete_blob(
-        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        scope: Scope | None = None,
+        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
     ) -> int:
-        """Delete one blob (every blob of the namespace when ``key`` is None)."""
+        """Delete one blob (every blob of the namespace when ``key`` is None); how many went.
+
+        With ``referenced`` (the blob keys a committed metadata document refers to), a
+        blob the namespace's committed metadata refers to stays: the check and the delete
+        are one step, exclusive with every :meth:`task_commit` and :meth:`task_delete` of
+        the namespace in every process and host, so a delete racing a store never removes
+        the bytes that store committed.
+        """
         raise self._no_tasks()
 
     def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:

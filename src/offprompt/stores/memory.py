@@ -7,7 +7,7 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -358,14 +358,20 @@ class InMemoryStore(BaseStore):
             return sorted(self._task_blobs.get(where, {}))
 
     def task_delete_blob(
-        self, namespace: str, key: str | None = None, *, scope: Scope | None = None
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        scope: Scope | None = None,
+        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
     ) -> int:
         where = (_tasks.task_part(namespace, scope), namespace)
         with self._lock:
+            found = self._tasks.get(where)
+            keep = set(referenced(json.loads(found[1]))) if referenced and found else set()
             blobs = self._task_blobs.get(where, {})
-            if key is None:
-                return len(self._task_blobs.pop(where, {}))
-            return 1 if blobs.pop(key, None) is not None else 0
+            doomed = [k for k in blobs if k not in keep] if key is None else [key]
+            return sum(1 for k in doomed if k not in keep and blobs.pop(k, None) is not None)
 
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         check_state(session_id, key)

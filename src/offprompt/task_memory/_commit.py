@@ -131,10 +131,23 @@ def store(
                 seq += entry.chunks
             meta.artifacts = [*committed, *entries]
             meta.totals()
-            stats = _card_stats.fresh_stats(memory, namespace, meta, items, fresh)
+            try:
+                stats: dict[str, Any] | None = _card_stats.fresh_stats(
+                    memory, namespace, meta, items, fresh
+                )
+            except NotFoundError:
+                # What this write appends to was deleted meanwhile (a delete racing it in
+                # another process): commit() rebuilds it on what is committed now.
+                stats = None
             for entry, pending in puts:
                 entry.raw = pending.result()  # raises a write's failure
-            finish_meta(memory, meta, stats, now, tool, activity, sensitive, context)
+
+            def finish(m: NamespaceMeta) -> None:
+                card = _card_stats.fresh_stats(memory, namespace, m, items, fresh)
+                finish_meta(memory, m, card, now, tool, activity, sensitive, context)
+
+            if stats is not None:
+                finish_meta(memory, meta, stats, now, tool, activity, sensitive, context)
             # The commit point: one atomic metadata write makes the generation visible.
             meta = commit(
                 memory,
@@ -144,25 +157,17 @@ def store(
                 entries,
                 items,
                 fresh,
-                lambda m: finish_meta(
-                    memory,
-                    m,
-                    _card_stats.fresh_stats(memory, namespace, m, items, fresh),
-                    now,
-                    tool,
-                    activity,
-                    sensitive,
-                    context,
-                ),
+                finish,
                 now,
                 tool,
                 activity,
+                stale=stats is None,
             )
         except BaseException:
             for _, pending in puts:
                 pending.wait()  # no write may still be running when we clean up
             # The write already failed; whatever it left stays invisible anyway.
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), memory._catalog.guard(namespace):
                 current = memory._meta(namespace)
                 storage.discard(
                     namespace,
@@ -247,6 +252,8 @@ def commit(
     now: str,
     tool: str | None,
     activity: str | None,
+    *,
+    stale: bool = False,
 ) -> NamespaceMeta:
     """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts).
 
@@ -255,39 +262,65 @@ def commit(
     writers of one namespace both land, in commit order; chunks written at the old
     positions (``sync``) are dropped and indexed again from the raw text. When a
     blob the entries refer to was deleted meanwhile (a delete racing this write),
-    it is written again before the next try.
+    it is written again before the next try. When what ``meta`` appends to was
+    deleted before its card could be computed (``stale``, or the recomputed card
+    finds it gone), the entries are appended to what is committed now.
     """
     keys = [str(e.blob_key) for e in entries if e.blob_key]
+    catalog = memory._catalog
     for _ in range(COMMIT_RETRIES):
+        if stale:
+            meta = rebase(memory, namespace, storage, entries, now, tool, activity)
+            try:
+                finish(meta)
+            except NotFoundError:
+                continue  # deleted again meanwhile: rebase on what is there now
+            stale = False
         try:
-            if memory._catalog.commit(namespace, meta, blobs=keys):
-                if memory._catalog.shared and not memory._catalog.checks_blobs:
-                    reput(memory, namespace, storage, entries, items, fresh, missing_only=True)
-                return meta
+            # Files beside the store (path=): the commit and the check that its files are
+            # there are one step for every other process's sweep (catalog.guard).
+            with catalog.guard(namespace):
+                if catalog.commit(namespace, meta, blobs=keys):
+                    if catalog.shared and not catalog.checks_blobs:
+                        reput(memory, namespace, storage, entries, items, fresh, missing_only=True)
+                    return meta
+            stale = True  # a version conflict
         except NotFoundError:
             reput(memory, namespace, storage, entries, items, fresh, missing_only=False)
-            continue
-        meta = base_meta(memory, namespace, storage.kind, tool, activity, now)
-        if isinstance(storage, TextArtifactStorage):
-            # Chunks written (sync) at positions after the old artifacts: redo them.
-            for entry in entries:
-                if entry.indexed and entry.chunks:
-                    if not entry.raw:
-                        raise StorageError(
-                            f"namespace {namespace!r} was written by another process "
-                            "meanwhile and this storage keeps no raw text to re-index",
-                            namespace=namespace,
-                        )
-                    storage.drop_chunks(namespace, [entry.generation], tenant=memory.tenant)
-                    entry.indexed, entry.chunks, entry.tokens, entry.first_seq = False, 0, 0, 0
-        meta.artifacts = [*meta.artifacts, *entries]
-        meta.totals()
-        finish(meta)
     raise StorageError(
         f"namespace {namespace!r}: {COMMIT_RETRIES} commits in a row lost to other "
         "writers of the same namespace",
         namespace=namespace,
     )
+
+
+def rebase(
+    memory: TaskMemory,
+    namespace: str,
+    storage: ArtifactStorage,
+    entries: list[ArtifactEntry],
+    now: str,
+    tool: str | None,
+    activity: str | None,
+) -> NamespaceMeta:
+    """``entries`` appended to what is committed now (another writer committed, or a
+    delete removed what they were appended to); chunks written (``sync``) at positions
+    after the old artifacts are dropped, to be indexed again from the raw text."""
+    meta = base_meta(memory, namespace, storage.kind, tool, activity, now)
+    if isinstance(storage, TextArtifactStorage):
+        for entry in entries:
+            if entry.indexed and entry.chunks:
+                if not entry.raw:
+                    raise StorageError(
+                        f"namespace {namespace!r} was written by another process "
+                        "meanwhile and this storage keeps no raw text to re-index",
+                        namespace=namespace,
+                    )
+                storage.drop_chunks(namespace, [entry.generation], tenant=memory.tenant)
+                entry.indexed, entry.chunks, entry.tokens, entry.first_seq = False, 0, 0, 0
+    meta.artifacts = [*meta.artifacts, *entries]
+    meta.totals()
+    return meta
 
 
 def reput(

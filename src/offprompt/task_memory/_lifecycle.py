@@ -39,7 +39,10 @@ def discard_deleted(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> 
     for generation in meta.generations():
         memory._pending.take(generation)
     storage = memory._kind_storage(meta.storage)
-    with memory._lock:
+    # What is committed is read, and what it does not keep deleted, in one block that no
+    # other process's commit lands in (catalog.guard; raw bytes in the store keep what is
+    # committed themselves): a store racing this sweep keeps its bytes.
+    with memory._lock, memory._catalog.guard(namespace):
         current = memory._meta(namespace)
         if current is None:
             storage.discard(namespace, None, tenant=memory.tenant)

@@ -81,6 +81,16 @@ class ArtifactEntry(BaseModel):
         return self.raw or self.key
 
 
+def referenced_blobs(record: Mapping[str, Any]) -> list[str]:
+    """The blob keys a committed metadata record refers to (raw text and blob bytes):
+    what a delete racing a store must keep (``StoreBlobStore(referenced=...)``)."""
+    keys: list[str] = []
+    for entry in record.get("artifacts") or ():
+        if isinstance(entry, Mapping):
+            keys.extend(str(entry[k]) for k in ("raw", "key") if entry.get(k))
+    return keys
+
+
 class NamespaceMeta(BaseModel):
     """The committed metadata of one namespace.
 

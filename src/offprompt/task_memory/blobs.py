@@ -14,7 +14,7 @@ otherwise the partition is the tenant (``scope.tenant`` or the ``tenant`` argume
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -22,6 +22,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -65,6 +66,19 @@ __all__ = [
 ]
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
+_TEMP_PREFIX = ".tmp-"
+#: Tries of a put whose directory a concurrent namespace delete keeps removing.
+_PUT_TRIES = 5
+#: A temp file older than this (seconds) is a killed writer's leftover, which a namespace
+#: delete removes; a younger one is a write in flight in another process, left alone.
+STALE_TEMP_S = 3600.0
+
+
+def _stale(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > STALE_TEMP_S
+    except OSError:
+        return False
 
 
 def content_key(data: bytes) -> str:
@@ -299,29 +313,44 @@ class FileBlobStore:
         target = directory / key
         if target.exists():
             return key
-        try:
-            part = _partition(tenant, scope)
-            if any(part[1:]):
-                marker = directory.parent / "scope.json"
-                if not marker.exists():
-                    directory.parent.mkdir(parents=True, exist_ok=True)
-                    marker.write_text(json.dumps(list(part)), encoding="utf-8")
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+        part = _partition(tenant, scope)
+        for attempt in range(_PUT_TRIES):
             try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, target)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
-        except OSError as exc:
-            raise StorageError(
-                f"cannot write blob to {directory}: {exc}", namespace=namespace
-            ) from None
-        return key
+                self._write(directory, target, data, part)
+                return key
+            except FileNotFoundError:
+                # A delete of the namespace in another process removed the (empty)
+                # directory between our mkdir and our write: make it again.
+                if attempt == _PUT_TRIES - 1:
+                    raise StorageError(
+                        f"cannot write blob to {directory}: the directory was removed "
+                        f"{_PUT_TRIES} times while writing (namespace deleted meanwhile)",
+                        namespace=namespace,
+                    ) from None
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot write blob to {directory}: {exc}", namespace=namespace
+                ) from None
+        return key  # pragma: no cover - the loop returns or raises
+
+    @staticmethod
+    def _write(directory: Path, target: Path, data: bytes, part: _Part) -> None:
+        if any(part[1:]):
+            marker = directory.parent / "scope.json"
+            if not marker.exists():
+                directory.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps(list(part)), encoding="utf-8")
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
 
     def get(
         self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
@@ -386,21 +415,41 @@ class FileBlobStore:
                 (directory / _check_key(key)).unlink()
             except FileNotFoundError:
                 return 0
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot delete blob {key} in {directory}: {exc}", namespace=namespace
+                ) from None
             return 1
         removed = 0
         try:
             entries = list(directory.iterdir())
         except (FileNotFoundError, NotADirectoryError):
             return 0
+        except OSError as exc:
+            raise StorageError(
+                f"cannot list blobs in {directory}: {exc}", namespace=namespace
+            ) from None
         for entry in entries:
-            if entry.is_file():
-                try:
-                    entry.unlink()
-                except FileNotFoundError:
-                    continue
-                removed += 0 if entry.name.startswith(".tmp-") else 1
-        with contextlib.suppress(FileNotFoundError):
+            if entry.name.startswith(_TEMP_PREFIX) and not _stale(entry):
+                continue  # another process's write in flight: its own to finish or remove
+            try:
+                entry.unlink()
+            except (FileNotFoundError, IsADirectoryError):
+                continue  # gone meanwhile, or not ours
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot delete blob {entry}: {exc}", namespace=namespace
+                ) from None
+            removed += 0 if entry.name.startswith(_TEMP_PREFIX) else 1
+        try:
             directory.rmdir()
+        except OSError as exc:
+            # Gone already, or another process is writing into it (a temp file or a
+            # blob it just stored): the directory is theirs now.
+            if exc.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
+                raise StorageError(
+                    f"cannot delete blob directory {directory}: {exc}", namespace=namespace
+                ) from None
         return removed
 
     def keys(

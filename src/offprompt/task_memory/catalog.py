@@ -19,8 +19,10 @@ whose ``version`` (not stored) :meth:`commit` checks and bumps.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 from offprompt.errors import NotFoundError, StorageError, ValidationError
 from offprompt.scope import Scope
@@ -68,6 +70,11 @@ class VectorCatalog:
         meta = self.get(namespace)
         self.vector_store.delete_metadata(namespace, META_KEY)
         return meta
+
+    def guard(self, namespace: str) -> contextlib.AbstractContextManager[None]:
+        """A null block: one process holds data and metadata (its ``TaskMemory`` lock
+        already orders commits and sweeps)."""
+        return contextlib.nullcontext()
 
     def held(self, namespace: str, meta: Meta) -> dict[str, int]:
         """Generations the index holds: the artifacts marked indexed."""
@@ -161,6 +168,22 @@ class StoreCatalog:
             None if record is None else NamespaceMeta.parse(namespace, record.meta, record.version)
         )
 
+    def guard(self, namespace: str) -> contextlib.AbstractContextManager[None]:
+        """A block that no commit or delete of ``namespace`` in another process lands
+        in, for raw bytes kept outside the store (``path=``: files beside ``task.db``):
+        the store's write transaction (SQLite's ``BEGIN IMMEDIATE``), which every commit
+        takes too. A commit checks its files inside it, and a sweep reads what is
+        committed and deletes what is not inside it, so neither sees the other half done.
+
+        Raw bytes kept in the store need none (a null block): the store's own commit and
+        guarded delete are one transaction each (``StoreBlobStore(referenced=...)``).
+        A store without transactions (PostgreSQL with a ``blob_store=`` of your own)
+        serialises only this process's threads there.
+        """
+        if self.checks_blobs:
+            return contextlib.nullcontext()
+        return self.store.transaction()
+
     def held(self, namespace: str, meta: Meta) -> dict[str, int]:
         """The generations of the namespace this process's index holds, by artifact."""
         doc = self.vector_store.get_metadata(namespace, INDEX_KEY) or {}
@@ -192,11 +215,26 @@ class StoreBlobStore:
 
     ``TaskMemory(store=...)`` keeps raw outputs (and image bytes) here, so every
     process and host that opens the store reads them.
+
+    Args:
+        store: The store holding the blobs.
+        scope: The partition of every call that passes none.
+        referenced: The blob keys a committed metadata record refers to. Given, a
+            delete never removes a blob the namespace's committed metadata refers to,
+            checked in the store's transaction (``BaseStore.task_delete_blob``): how
+            a delete racing a store in another process keeps the bytes it committed.
     """
 
-    def __init__(self, store: BaseStore, scope: Scope) -> None:
+    def __init__(
+        self,
+        store: BaseStore,
+        scope: Scope,
+        *,
+        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
+    ) -> None:
         self.store = store
         self.scope = scope
+        self.referenced = referenced
 
     def _scope(self, tenant: str, scope: Scope | None) -> Scope:
         chosen = scope if scope is not None else self.scope
@@ -232,7 +270,9 @@ class StoreBlobStore:
         """Delete the blob ``key``, or the whole namespace when ``key`` is None; how many blobs
         went.
         """
-        return self.store.task_delete_blob(namespace, key, scope=self._scope(tenant, scope))
+        return self.store.task_delete_blob(
+            namespace, key, scope=self._scope(tenant, scope), referenced=self.referenced
+        )
 
     def keys(
         self, namespace: str, *, tenant: str = "default", scope: Scope | None = None

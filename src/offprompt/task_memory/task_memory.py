@@ -67,7 +67,7 @@ from offprompt.task_memory import (
 )
 from offprompt.task_memory._commit import EMPTY_OUTPUT
 from offprompt.task_memory._layout import TOOL_OUTPUT_DENSE, TOOL_OUTPUT_LEXICAL
-from offprompt.task_memory._namespace_meta import NamespaceMeta
+from offprompt.task_memory._namespace_meta import NamespaceMeta, referenced_blobs
 from offprompt.task_memory._reads import SummaryPlan
 from offprompt.task_memory._view_cache import DEFAULT_CACHE_BYTES, PendingTexts, ViewCache
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
@@ -266,7 +266,7 @@ class TaskMemory:
                 owned=False,
             )
             if blob_store is None:
-                blob_store = StoreBlobStore(store, self._row_scope)
+                blob_store = StoreBlobStore(store, self._row_scope, referenced=referenced_blobs)
         else:
             self._catalog = VectorCatalog(self.vector_store)
         #: The store that holds the truth (``task.db`` for ``path=``, ``store=``), or None
