@@ -129,6 +129,8 @@ def test_a_store_landing_inside_a_slow_sweep_keeps_its_bytes(
     deleted every blob of the namespace: the store's acknowledged bytes were gone for good.
     """
     target = (
-        f"path:{tmp_path / 'tm'}" if kind == "path" else f"pg:{request.getfixturevalue('postgres_dsn')}"
+        f"path:{tmp_path / 'tm'}"
+        if kind == "path"
+        else f"pg:{request.getfixturevalue('postgres_dsn')}"
     )
     assert race(target, rounds(4), slow_sweep=0.4, lag=0.1) == []

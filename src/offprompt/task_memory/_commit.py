@@ -8,6 +8,13 @@ generations. A crash between the two leaves only orphaned, invisible data, which
 ``delete(namespace)`` removes. A commit names the version it read
 (:mod:`~offprompt.task_memory.catalog`): when another process committed the namespace
 meanwhile, the new artifacts are appended to what it committed and the commit retried.
+
+A *replacing* write (``store_artifact(..., replace=True)``) commits metadata that lists
+only its own artifacts, over whatever version is committed when it lands (on a conflict
+the last commit wins, whole): a reader sees the old artifacts or the new ones, never
+both. The replaced generations' data is discarded after the commit
+(:func:`~offprompt.task_memory._lifecycle.discard_deleted`), and a reader that had the
+old metadata in hand reads again (``_reads.consistent``).
 """
 
 from __future__ import annotations
@@ -77,9 +84,15 @@ def store(
     activity: str | None,
     sensitive: bool,
     context: ActionSubtaskMetaEntry | None,
+    replaced: list[NamespaceMeta] | None = None,
 ) -> tuple[NamespaceMeta, list[ArtifactEntry]]:
     """The committed write of :meth:`store_artifact`: its metadata and the entries
-    left to index (the caller schedules them, see :func:`after_store`)."""
+    left to index (the caller schedules them, see :func:`after_store`).
+
+    ``replaced``: a replacing write (the namespace then holds only these artifacts);
+    the metadata it replaced (this memory's, if any) is appended to the list, for the
+    caller to discard its data once the write is committed.
+    """
     validate_namespace(namespace)
     if not isinstance(artifact, BaseArtifact):
         raise ValidationError(f"store_artifact needs an artifact, got {type(artifact).__name__}")
@@ -87,7 +100,7 @@ def store(
     items = list(artifact.value) if isinstance(artifact, ListArtifact) else [artifact]
     with memory._lock:
         now = datetime.now(timezone.utc).isoformat()
-        meta = base_meta(memory, namespace, storage.kind, tool, activity, now)
+        meta = base_meta(memory, namespace, storage.kind, tool, activity, now, replaced)
         # Background: raw text now, chunks later. Sync (and storages without a raw
         # store): the whole write before the commit, all or nothing, as before.
         raw = (
@@ -162,6 +175,7 @@ def store(
                 tool,
                 activity,
                 stale=stats is None,
+                replaced=replaced,
             )
         except BaseException:
             for _, pending in puts:
@@ -192,12 +206,28 @@ def store(
 
 
 def base_meta(
-    memory: TaskMemory, namespace: str, kind: str, tool: str | None, activity: str | None, now: str
+    memory: TaskMemory,
+    namespace: str,
+    kind: str,
+    tool: str | None,
+    activity: str | None,
+    now: str,
+    replaced: list[NamespaceMeta] | None = None,
 ) -> NamespaceMeta:
     """The committed metadata a write appends to (a fresh document if none is ours:
-    absent, expired, or another memory's, whose version the commit then replaces)."""
+    absent, expired, or another memory's, whose version the commit then replaces).
+
+    ``replaced`` (a replacing write): always a fresh document over the committed
+    version, keeping only its ``created_at``; the list then holds the document it
+    replaces when that is this memory's (and nothing otherwise).
+    """
     found = memory._catalog.get(namespace)
-    if found is not None and found.memory == memory.name and not memory._expired(found):
+    ours = found is not None and found.memory == memory.name and not memory._expired(found)
+    if replaced is not None:
+        replaced.clear()
+        if found is not None and ours:
+            replaced.append(found)
+    elif found is not None and ours:
         if found.storage != kind:
             raise StorageMismatchError(
                 f"namespace {namespace!r} holds {found.storage} artifacts; cannot add {kind}",
@@ -209,7 +239,7 @@ def base_meta(
         storage=kind,
         tool=tool,
         activity=activity,
-        created_at=now,
+        created_at=found.created_at if replaced and found is not None else now,
         artifacts=[],
         subtasks=[],
         sensitive=False,
@@ -254,8 +284,10 @@ def commit(
     activity: str | None,
     *,
     stale: bool = False,
+    replaced: list[NamespaceMeta] | None = None,
 ) -> NamespaceMeta:
-    """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts).
+    """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts; with
+    ``replaced``, ``entries`` alone over whatever is committed, see :func:`base_meta`).
 
     When another process committed the namespace meanwhile (a version conflict),
     the entries are appended to what it committed and the card recomputed, so two
@@ -270,7 +302,7 @@ def commit(
     catalog = memory._catalog
     for _ in range(COMMIT_RETRIES):
         if stale:
-            meta = rebase(memory, namespace, storage, entries, now, tool, activity)
+            meta = rebase(memory, namespace, storage, entries, now, tool, activity, replaced)
             try:
                 finish(meta)
             except NotFoundError:
@@ -302,11 +334,18 @@ def rebase(
     now: str,
     tool: str | None,
     activity: str | None,
+    replaced: list[NamespaceMeta] | None = None,
 ) -> NamespaceMeta:
     """``entries`` appended to what is committed now (another writer committed, or a
     delete removed what they were appended to); chunks written (``sync``) at positions
-    after the old artifacts are dropped, to be indexed again from the raw text."""
-    meta = base_meta(memory, namespace, storage.kind, tool, activity, now)
+    after the old artifacts are dropped, to be indexed again from the raw text.
+    A replacing write (``replaced``) keeps its entries as they are, over the version
+    committed now."""
+    meta = base_meta(memory, namespace, storage.kind, tool, activity, now, replaced)
+    if replaced is not None:
+        meta.artifacts = list(entries)
+        meta.totals()
+        return meta
     if isinstance(storage, TextArtifactStorage):
         for entry in entries:
             if entry.indexed and entry.chunks:

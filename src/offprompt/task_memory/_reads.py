@@ -11,7 +11,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from offprompt.artifacts import (
     ListArtifact,
@@ -45,6 +45,36 @@ __all__ = ["SummaryPlan"]
 
 #: A summary reads the output in pages this many times the memory's page unit.
 SUMMARY_PAGE_FACTOR = 8
+#: Times a read starts again when replacing writes keep landing while it is under way.
+READ_RETRIES = 20
+
+T = TypeVar("T")
+
+
+def consistent(memory: TaskMemory, namespace: str, read: Callable[[NamespaceMeta], T]) -> T:
+    """``read(meta)`` over the committed metadata of ``namespace``, started again when a
+    replacing write (``store_artifact(replace=True)``, in any process) committed a new
+    version and discarded the data of the one ``meta`` named while it was being read:
+    the answer is drawn from one version, old or new, never "not found" for a namespace
+    that existed throughout.
+
+    Raises:
+        NotFoundError: Unknown namespace, deleted meanwhile, or data missing from a
+            version still committed (lost, not replaced).
+        StorageError: :data:`READ_RETRIES` versions in a row replaced mid-read.
+    """
+    for _ in range(READ_RETRIES):
+        meta = memory._require(namespace)
+        try:
+            return read(meta)
+        except NotFoundError:
+            now = memory._meta(namespace)
+            if now is None or now.generations() == meta.generations():
+                raise
+    raise StorageError(
+        f"namespace {namespace!r}: replaced {READ_RETRIES} times in a row while it was being read",
+        namespace=namespace,
+    )
 
 
 @dataclass(frozen=True)
@@ -135,12 +165,14 @@ def namespace_view(
 
 
 def text_view(memory: TaskMemory, namespace: str) -> TextView:
-    meta = memory._require(namespace)
-    if meta.storage != "text":
-        raise ValidationError(
-            f"namespace {namespace!r} holds binary data, not text", namespace=namespace
-        )
-    return namespace_view(memory, namespace, meta)
+    def view(meta: NamespaceMeta) -> TextView:
+        if meta.storage != "text":
+            raise ValidationError(
+                f"namespace {namespace!r} holds binary data, not text", namespace=namespace
+            )
+        return namespace_view(memory, namespace, meta)
+
+    return consistent(memory, namespace, view)
 
 
 def fill_passages(
@@ -252,13 +284,23 @@ def page_finder(
 def read_page(
     memory: TaskMemory, namespace: str, page: int, page_tokens: int | None
 ) -> TextArtifact:
-    meta = memory._require(namespace)
+    return consistent(
+        memory, namespace, lambda meta: _page(memory, namespace, meta, page, page_tokens)
+    )
+
+
+def _page(
+    memory: TaskMemory, namespace: str, meta: NamespaceMeta, page: int, page_tokens: int | None
+) -> TextArtifact:
     size = memory.page_tokens if page_tokens is None else page_tokens
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise ValidationError(f"page_tokens must be an int >= 1, got {size!r}")
     if meta.storage != "text":
-        artifacts = memory.load_artifacts(namespace)
-        return TextArtifact(value=artifacts.to_text(), name=namespace, meta={"page": 1, "pages": 1})
+        loaded = memory._kind_storage(meta.storage).load(
+            namespace, meta.entries(), tenant=memory.tenant
+        )
+        text = ListArtifact(value=loaded, name=namespace).to_text()
+        return TextArtifact(value=text, name=namespace, meta={"page": 1, "pages": 1})
     view = namespace_view(memory, namespace, meta)
     valid = isinstance(page, int) and not isinstance(page, bool) and page >= 1
     # Cut only up to the page asked for: page 1 of a huge output answers at once.
@@ -285,7 +327,10 @@ def read_page(
 
 
 def read_json(memory: TaskMemory, namespace: str) -> tuple[str, Any]:
-    meta = memory._require(namespace)
+    return consistent(memory, namespace, lambda meta: _json(memory, namespace, meta))
+
+
+def _json(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> tuple[str, Any]:
     kind = str((meta.stats or {}).get("kind", "text"))
     if meta.storage != "text":
         json_view.require_json("binary data", namespace)

@@ -595,8 +595,9 @@ class TextArtifactStorage:
             if generations:
                 store.delete(namespace, filter={"generation": list(generations)})
             if self.raw_store is not None:
-                # Content-addressed: keep every blob a committed entry still refers to.
-                keep = {e.get("raw") for e in entries or ()}
+                # Content-addressed: keep every blob a committed entry still refers to (its
+                # raw text, or its bytes when a replacing write stored a blob instead).
+                keep = {e.get("raw") or e.get("key") for e in entries or ()}
                 for key in self.raw_store.keys(namespace, tenant=tenant, **self._raw_kw):
                     if key not in keep:
                         self.raw_store.delete(namespace, key, tenant=tenant, **self._raw_kw)
@@ -666,7 +667,8 @@ class BlobArtifactStorage:
         if entries is None:
             self.blob_store.delete(namespace, tenant=tenant, **self._kw)
             return
-        keep = {e["key"] for e in entries}
+        # A text a replacing write stored instead keeps its raw bytes in the same store.
+        keep = {e.get("key") or e.get("raw") for e in entries}
         for key in self.blob_store.keys(namespace, tenant=tenant, **self._kw):
             if key not in keep:
                 self.blob_store.delete(namespace, key, tenant=tenant, **self._kw)

@@ -401,16 +401,24 @@ class TaskMemory:
         activity: str | None = None,
         sensitive: bool = False,
         context: ActionSubtaskMetaEntry | None = None,
+        replace: bool = False,
     ) -> dict[str, Any]:
         """Store ``artifact`` (a ``ListArtifact`` item by item) in ``namespace``; returns its metadata.
 
-        Storing into an existing namespace appends. The write is all-or-nothing.
+        Storing into an existing namespace appends; with ``replace=True`` the namespace
+        holds exactly ``artifact`` afterwards (of any storage), in one atomic commit: a
+        reader, in this process or another, reads the old version or the new one, never
+        both, and never "not found" for a namespace that existed throughout. Two
+        replacing writes racing each other: the one committed last is what stays. The
+        write is all-or-nothing.
 
         Raises:
             NamespaceError: ``namespace`` is not a valid name.
-            StorageMismatchError: The namespace holds another storage's artifacts.
+            StorageMismatchError: The namespace holds another storage's artifacts (and
+                ``replace`` is False).
             ValidationError: No storage for the type, or a mixed / empty list.
         """
+        replaced: list[NamespaceMeta] | None = [] if replace else None
         meta, unindexed = _commit.store(
             self,
             namespace,
@@ -419,7 +427,10 @@ class TaskMemory:
             activity=activity,
             sensitive=sensitive,
             context=context,
+            replaced=replaced,
         )
+        for old in replaced or ():
+            _lifecycle.discard_deleted(self, namespace, old)
         return _commit.after_store(self, namespace, meta, unindexed)
 
     def process_output(
@@ -665,13 +676,20 @@ class TaskMemory:
 
     def load_artifacts(self, namespace: str) -> ListArtifact:
         """Every artifact stored in ``namespace``, byte-identical; empty if unknown."""
-        meta = self._meta(namespace)
-        if meta is None:
+        if self._meta(namespace) is None:
             return ListArtifact(value=[], name=namespace)
-        storage = self._kind_storage(meta.storage)
-        return ListArtifact(
-            value=storage.load(namespace, meta.entries(), tenant=self.tenant), name=namespace
-        )
+
+        def load(meta: NamespaceMeta) -> list[BaseArtifact]:
+            return self._kind_storage(meta.storage).load(
+                namespace, meta.entries(), tenant=self.tenant
+            )
+
+        try:
+            return ListArtifact(value=_reads.consistent(self, namespace, load), name=namespace)
+        except NotFoundError:
+            if self._meta(namespace) is None:  # deleted meanwhile: unknown now
+                return ListArtifact(value=[], name=namespace)
+            raise
 
     def query(
         self, namespace: str, query: str, top_n: int = 5, *, mode: str = "hybrid"

@@ -18,9 +18,13 @@ holds a separator or ``..``, and the mapping is reversible). Paths with ``..`` o
 segments, empty segments, backslashes or control characters are refused with a clear
 error result; nothing outside the prefix is ever read, listed or deleted.
 
-Overwrites are safe: a file has two namespace slots (``ns`` and ``ns~1``); a new version
-is written to the free slot and the old one deleted after, so a crash in between leaves
-both and the newer one is read. ``edit`` is a read, a replacement and such an overwrite.
+Overwrites are atomic: a new version replaces the file's namespace in one commit
+(``TaskMemory.store_artifact(replace=True)``), so a reader in any process sees the old
+version or the new one, never both and never "not found" for a file that existed
+throughout; of two processes overwriting one file at once, the one committed last is
+what stays. A crash mid-overwrite leaves the old version. ``edit`` is a read, a
+replacement and such an overwrite. (Files written before this release kept a second
+slot ``ns~1``; it is read when it is the newer, and removed by the next overwrite.)
 With ``immutable=True`` a stored file can be neither overwritten, edited nor deleted
 (protocol error results say so); writing the same content again still succeeds, so a
 replayed eviction is idempotent.
@@ -249,10 +253,16 @@ class OffpromptBackend(BackendProtocol):
         return first, first + _SECOND_SLOT
 
     def _newer(self, first: str, second: str) -> str:
-        """Of two live slots (a crash between an overwrite's write and delete), the newer."""
-        meta_first = self.task_memory.namespace_metadata(first, wait=False)
-        meta_second = self.task_memory.namespace_metadata(second, wait=False)
-        return second if str(meta_second["created_at"]) >= str(meta_first["created_at"]) else first
+        """Of two live slots (an older release's overwrite cut short), the newer."""
+
+        def written(namespace: str) -> str:
+            meta = self.task_memory.namespace_metadata(namespace, wait=False)
+            return str(meta.get("updated_at") or meta["created_at"])
+
+        try:
+            return second if written(second) > written(first) else first
+        except NotFoundError:  # one was removed meanwhile: the other is the file
+            return first if self.task_memory.has_namespace(first) else second
 
     def _current(self, file_path: str) -> str | None:
         """The namespace holding ``file_path``'s content now, or None."""
@@ -276,8 +286,12 @@ class OffpromptBackend(BackendProtocol):
             for path, names in found.items()
         }
 
-    def _info(self, path: str, namespace: str) -> FileInfo:
-        meta = self.task_memory.namespace_metadata(namespace, wait=False)
+    def _info(self, path: str, namespace: str) -> FileInfo | None:
+        """What ``ls`` and ``glob`` show of a file; None when it was deleted meanwhile."""
+        try:
+            meta = self.task_memory.namespace_metadata(namespace, wait=False)
+        except NotFoundError:
+            return None
         return {
             "path": path,
             "is_dir": False,
@@ -326,16 +340,19 @@ class OffpromptBackend(BackendProtocol):
         base64-encoded. An offset past the end is an error result that carries the card.
         """
         try:
-            namespace = self._current(file_path)
+            return self._read(file_path, offset, limit)
         except NamespaceError as exc:
             return ReadResult(error=str(exc))
-        missing = ReadResult(error=f"File '{file_path}' not found")
+        except NotFoundError:  # deleted meanwhile (by a delete in another process)
+            return ReadResult(error=f"File '{file_path}' not found")
+        except OffpromptError as exc:
+            return ReadResult(error=f"Error: could not read '{file_path}': {exc}")
+
+    def _read(self, file_path: str, offset: int, limit: int) -> ReadResult:
+        namespace = self._current(file_path)
         if namespace is None:
-            return missing
-        try:
-            meta = self.task_memory.namespace_metadata(namespace, wait=False)
-        except NotFoundError:  # deleted since (by a concurrent overwrite or delete)
-            return missing
+            return ReadResult(error=f"File '{file_path}' not found")
+        meta = self.task_memory.namespace_metadata(namespace, wait=False)
         created, modified = str(meta.get("created_at") or ""), str(meta.get("updated_at") or "")
 
         def data(content: str, encoding: str = "utf-8") -> FileData:
@@ -373,9 +390,14 @@ class OffpromptBackend(BackendProtocol):
     def ls(self, path: str) -> LsResult:
         """Files and subdirectories directly under ``path`` (sizes in bytes)."""
         try:
-            directory = _check_path(path, directory=True)
+            return self._ls(path)
         except NamespaceError as exc:
             return LsResult(error=str(exc))
+        except OffpromptError as exc:
+            return LsResult(error=f"Error: could not list '{path}': {exc}")
+
+    def _ls(self, path: str) -> LsResult:
+        directory = _check_path(path, directory=True)
         prefix = directory if directory.endswith("/") else directory + "/"
         entries: list[FileInfo] = []
         subdirs: set[str] = set()
@@ -386,7 +408,9 @@ class OffpromptBackend(BackendProtocol):
             if "/" in relative:
                 subdirs.add(prefix + relative.split("/", 1)[0] + "/")
             else:
-                entries.append(self._info(file_path, namespace))
+                info = self._info(file_path, namespace)
+                if info is not None:
+                    entries.append(info)
         entries.extend(
             FileInfo(path=d, is_dir=True, size=0, modified_at="") for d in sorted(subdirs)
         )
@@ -450,6 +474,8 @@ class OffpromptBackend(BackendProtocol):
             chosen = self._in_scope(path, glob)
         except (NamespaceError, InvalidGlobPatternError) as exc:
             return GrepResult(error=str(exc))
+        except OffpromptError as exc:
+            return GrepResult(error=f"grep {pattern!r}: {exc}")
         if not isinstance(pattern, str) or not pattern:
             return GrepResult(error="grep pattern must be a non-empty string")
         if max_count is not None and max_count < 1:
@@ -457,10 +483,10 @@ class OffpromptBackend(BackendProtocol):
         matches: list[GrepMatch] = []
         truncated = False
         for file_path, namespace in chosen.items():
-            if self._is_blob(namespace):
-                continue
             room = _MAX_GREP_MATCHES if max_count is None else max_count - len(matches)
             try:
+                if self._is_blob(namespace):
+                    continue
                 found = self.task_memory.grep(
                     namespace,
                     pattern,
@@ -469,6 +495,8 @@ class OffpromptBackend(BackendProtocol):
                     context=context_lines,
                     max_matches=min(room, _MAX_GREP_MATCHES),
                 )
+            except NotFoundError:
+                continue  # deleted meanwhile (a delete in another process)
             except OffpromptError as exc:
                 return GrepResult(error=f"grep {pattern!r}: {exc}")
             for hit in found.matches:
@@ -483,9 +511,12 @@ class OffpromptBackend(BackendProtocol):
             if max_count is not None and len(matches) >= max_count:
                 # Exactly max_count matches with none left is complete (the protocol's rule).
                 later = list(chosen)[list(chosen).index(file_path) + 1 :]
-                truncated = truncated or any(
-                    self._matches_any(chosen[p], pattern, regex, ignore_case) for p in later
-                )
+                try:
+                    truncated = truncated or any(
+                        self._matches_any(chosen[p], pattern, regex, ignore_case) for p in later
+                    )
+                except OffpromptError:
+                    truncated = True  # cannot tell: say some may be left out
                 break
         return GrepResult(matches=matches, truncated=truncated)
 
@@ -501,9 +532,12 @@ class OffpromptBackend(BackendProtocol):
         """Files under ``path`` matching ``pattern`` (deepagents' glob semantics)."""
         try:
             chosen = self._in_scope(path, pattern)
+            infos = [self._info(p, n) for p, n in chosen.items()]
         except (NamespaceError, InvalidGlobPatternError) as exc:
             return GlobResult(error=str(exc))
-        return GlobResult(matches=[self._info(p, n) for p, n in chosen.items()])
+        except OffpromptError as exc:
+            return GlobResult(error=f"Error: could not glob {pattern!r}: {exc}")
+        return GlobResult(matches=[i for i in infos if i is not None])
 
     # -- writing -------------------------------------------------------------------------
 
@@ -513,29 +547,35 @@ class OffpromptBackend(BackendProtocol):
             if isinstance(content, str)
             else BlobArtifact(value=content, name=namespace)
         )
-        self.task_memory.store_artifact(namespace, artifact, tool=_TOOL, activity="write")
+        self.task_memory.store_artifact(
+            namespace, artifact, tool=_TOOL, activity="write", replace=True
+        )
 
     def _put(self, file_path: str, content: str | bytes) -> str | None:
-        """Store ``content`` at ``file_path`` (create or overwrite); an error text or None."""
+        """Store ``content`` at ``file_path`` (create or overwrite); an error text or None.
+
+        Creating and overwriting are one replacing commit of the file's namespace, so
+        two processes creating or overwriting one file at once never glue their
+        versions together: the one committed last stays.
+        """
         with self._lock:
             current = self._current(file_path)
-            if current is None:
-                self._store(self._slots(file_path)[0], content)
-                return None
-            data = content.encode("utf-8") if isinstance(content, str) else content
-            same_kind = self._is_blob(current) == isinstance(content, bytes)
-            if same_kind and self._bytes(current) == data:
-                return None  # a replayed write (the same eviction again) changes nothing
-            if self.immutable:
-                return (
-                    f"Error: '{file_path}' is already stored in offprompt task memory and this "
-                    "backend is immutable (stored outputs are not overwritten)"
-                )
+            if current is not None:
+                data = content.encode("utf-8") if isinstance(content, str) else content
+                try:
+                    same_kind = self._is_blob(current) == isinstance(content, bytes)
+                    if same_kind and self._bytes(current) == data:
+                        return None  # a replayed write (the same eviction again): no change
+                except NotFoundError:
+                    pass  # deleted meanwhile: this write creates it again
+                if self.immutable:
+                    return (
+                        f"Error: '{file_path}' is already stored in offprompt task memory and "
+                        "this backend is immutable (stored outputs are not overwritten)"
+                    )
             first, second = self._slots(file_path)
-            target = second if current == first else first
-            self.task_memory.delete(target)  # a stale leftover of an interrupted overwrite
-            self._store(target, content)
-            self.task_memory.delete(current)  # only once the new version is committed
+            self._store(first, content)
+            self.task_memory.delete(second)  # an older release's second slot, if any
             return None
 
     def write(self, file_path: str, content: str) -> WriteResult:
@@ -591,7 +631,10 @@ class OffpromptBackend(BackendProtocol):
             return DeleteResult(error=str(exc))
         with self._lock:
             prefix = base + "/"
-            doomed = [p for p in self._files() if p == base or p.startswith(prefix)]
+            try:
+                doomed = [p for p in self._files() if p == base or p.startswith(prefix)]
+            except OffpromptError as exc:
+                return DeleteResult(error=f"Error: could not delete '{file_path}': {exc}")
             if not doomed:
                 return DeleteResult(error=f"Error: File '{file_path}' not found")
             if self.immutable:
@@ -599,9 +642,12 @@ class OffpromptBackend(BackendProtocol):
                     error=f"Error: '{file_path}' is stored in offprompt task memory and this "
                     "backend is immutable (stored outputs are not deleted)"
                 )
-            for path in doomed:
-                for namespace in self._slots(path):
-                    self.task_memory.delete(namespace)
+            try:
+                for path in doomed:
+                    for namespace in self._slots(path):
+                        self.task_memory.delete(namespace)
+            except OffpromptError as exc:
+                return DeleteResult(error=f"Error: could not delete '{file_path}': {exc}")
         return DeleteResult(path=file_path)
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
@@ -635,13 +681,24 @@ class OffpromptBackend(BackendProtocol):
             except NamespaceError:
                 responses.append(FileDownloadResponse(path=path, error="invalid_path"))
                 continue
+            except OffpromptError as exc:
+                responses.append(FileDownloadResponse(path=path, error=f"Error: {exc}"))
+                continue
             if namespace is None:
                 base = path.rstrip("/") + "/"
                 is_dir = any(p.startswith(base) for p in self._files())
                 error = "is_directory" if is_dir else "file_not_found"
                 responses.append(FileDownloadResponse(path=path, error=error))
                 continue
-            responses.append(FileDownloadResponse(path=path, content=self._bytes(namespace)))
+            try:
+                content = self._bytes(namespace)
+            except NotFoundError:
+                responses.append(FileDownloadResponse(path=path, error="file_not_found"))
+                continue
+            except OffpromptError as exc:
+                responses.append(FileDownloadResponse(path=path, error=f"Error: {exc}"))
+                continue
+            responses.append(FileDownloadResponse(path=path, content=content))
         return responses
 
     # -- async twins: the core is sync, so each runs in a worker thread ----------------
