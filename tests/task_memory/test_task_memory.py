@@ -353,6 +353,9 @@ def test_reopened_memory_sees_and_queries_every_namespace(tmp_path: Path) -> Non
 def test_crash_between_upsert_and_metadata_leaves_nothing_visible(tmp_path: Path) -> None:
     memory = TaskMemory(path=tmp_path, chunk_tokens=64, overlap_tokens=0)
     memory.process_output("t", "a", TextArtifact(value="committed before " + _log(40), name="old"))
+    # Indexed before commits fail: a query of an output whose index could not be
+    # recorded says so (StorageError), it does not answer from part of it.
+    assert memory.wait_indexed("old")
 
     def crash(*args: object, **kwargs: object) -> None:
         raise StorageError("simulated crash before the metadata write")

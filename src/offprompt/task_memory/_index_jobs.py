@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from offprompt.errors import (
     NotFoundError,
     OffpromptError,
+    StorageError,
 )
 from offprompt.names import validate_namespace
 from offprompt.task_memory import (
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from offprompt.task_memory.task_memory import TaskMemory
 
 _HOLD_ATTEMPTS = 3
+#: Failed indexing jobs a query runs before it says the output cannot be searched.
+_FAILED_TRIES = 2
 #: Longest a background indexing batch waits for reads of this process to finish
 #: (:func:`yield_to_reads`): indexing still moves on under steady reads.
 _YIELD_SECONDS = 1.0
@@ -165,21 +168,64 @@ def forget_index(memory: TaskMemory, namespace: str) -> None:
 
 
 def hold_whole(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> NamespaceMeta:
-    """Index ``namespace`` here until this process's index holds all of it.
+    """``meta`` once this process's index holds all of ``namespace``, for a query.
 
-    Stored by another process (or this index is behind): index it here first. A job
-    can lose a race with another process indexing or updating the same namespace, so
-    it runs again, a few times. A job that keeps failing is in the trace (offload
-    events with stage ``index``), and the query answers from what this index holds.
+    Stored by another process, or still being indexed here: it is indexed (or its job
+    waited for) first, so a query never answers from part of an output. A job can lose
+    a race with another process indexing or updating the same namespace, so it runs
+    again, a few times; a job that failed (a full disk, a store gone) is tried again
+    once within the query (twice at most per query), and again by the next query, so
+    the index is built as soon as the cause is gone.
+
+    Raises:
+        StorageError: Still not indexed after that: the job's failure, and that grep and
+            read still serve the whole output.
     """
+    failure: str | None = None
+    failed = 0
     for _ in range(_HOLD_ATTEMPTS):
-        schedule(memory, namespace)
-        if memory._indexer is not None:
-            memory._indexer.wait(namespace)
-        meta = memory._meta(namespace) or meta
-        if fully_held(memory, namespace, meta):
+        if _holds(memory, namespace, meta) or failed == _FAILED_TRIES:
             break
-    return meta
+        failed, failure = _tally(failed, failure, _index_now(memory, namespace))
+        found = memory._meta(namespace)
+        if found is None:
+            return meta  # deleted meanwhile: the query finds nothing of it
+        meta = found
+    if _holds(memory, namespace, meta):
+        return meta
+    cause = failure or "its indexing did not finish"
+    raise StorageError(
+        f"namespace {namespace!r} is stored whole but could not be indexed ({cause}), so "
+        "query cannot search it now; grep and read still work on the whole output, and "
+        "the index is built again on the next query",
+        namespace=namespace,
+    )
+
+
+def _tally(failed: int, failure: str | None, new: str | None) -> tuple[int, str | None]:
+    return (failed + 1, new) if new else (failed, failure)
+
+
+def _holds(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> bool:
+    if memory._catalog.shared:
+        return fully_held(memory, namespace, meta)
+    return meta.storage != "text" or meta.fully_indexed
+
+
+def _index_now(memory: TaskMemory, namespace: str) -> str | None:
+    """Index ``namespace`` (or wait for its running job); the job's failure, if any."""
+    indexer = memory._indexer
+    try:
+        if indexer is None or not indexer.pending(namespace):
+            schedule(memory, namespace)  # sync: the job runs here, and raises here
+    except (OffpromptError, OSError) as exc:
+        index_failed(memory, namespace, exc)
+        return f"{type(exc).__name__}: {exc}"
+    indexer = memory._indexer
+    if indexer is None:
+        return None
+    indexer.wait(namespace)
+    return indexer.failures.get(namespace)
 
 
 def fully_held(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> bool:

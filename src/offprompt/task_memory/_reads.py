@@ -353,12 +353,8 @@ def query(
     if meta is None or meta.storage != "text":
         return ListArtifact(value=[], name=namespace)
     _index_jobs.maybe_sweep(memory)
-    if memory._catalog.shared and not _index_jobs.fully_held(memory, namespace, meta):
-        meta = _index_jobs.hold_whole(memory, namespace, meta)
-    elif not meta.fully_indexed and memory._indexer:
-        # Never answer from part of an output: wait for its index (see module docs).
-        memory._indexer.wait(namespace)
-        meta = memory._meta(namespace) or meta
+    # Never answer from part of an output: index it (or wait for its index) first.
+    meta = _index_jobs.hold_whole(memory, namespace, meta)
     storage = memory._kind_storage("text")
     assert isinstance(storage, TextArtifactStorage)
     page_of = page_finder(memory, namespace, meta, storage)

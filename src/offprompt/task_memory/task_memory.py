@@ -702,7 +702,13 @@ class TaskMemory:
         ``vector_store=``, or an index written with them). Each item is a
         ``TextArtifact`` whose ``meta`` holds ``score``,
         ``artifact_id``, ``chunk_index`` and ``page``. An unknown or blob namespace
-        gives an empty list.
+        gives an empty list. The answer is drawn from the whole output: an output still
+        being indexed is waited for, one stored by another process is indexed here first.
+
+        Raises:
+            StorageError: The output could not be indexed (a full disk, a store gone; its
+                indexing is tried again, and by every later query). The message says
+                why, and that :meth:`grep` and :meth:`read` still serve the whole output.
         """
         return _reads.query(self, namespace, query, top_n, mode=mode)
 

@@ -13,8 +13,11 @@ offprompt conversation store instead, so the tree is
 Layout: every file is one JSON state entry ``{"text": ...}`` of the reserved session
 :data:`MEMORY_SESSION`, keyed by its path below ``/memories`` (``notes/todo.md``).
 Directories are implied by the files under them (an empty directory does not exist).
-Every change runs in one store transaction, so two agents editing the same file never
-lose an update and a process killed mid-rename leaves the old tree or the new one.
+Every change runs in one store transaction (``BaseStore.transaction``): on SQLite (the
+default) two agents editing the same file never lose an update and a process killed
+mid-rename leaves the old tree or the new one. ``PostgresStore`` has no such
+transaction yet: there each command's writes are atomic one by one, and two hosts
+editing the same file at the same moment can lose one of the two edits.
 
 The commands' texts and errors are the SDK reference implementation's
 (``BetaLocalFilesystemMemoryTool``), so a model sees the same tool either way. Path
