@@ -59,7 +59,7 @@ def test_a_failed_index_job_makes_query_raise_and_the_next_query_builds_it(
         memory.query("log", "FAILED checksum mismatch")
     message = str(raised.value)
     assert "'log'" in message and "No space left on device" in message
-    assert "grep and read still work" in message
+    assert "grep and read do not need the index" in message
     tried = failures["n"]
     assert tried >= 2  # the job that failed at store time, and the query's own retry
     # What the model is told: the failure and what still works, not "no passage matches".
@@ -148,7 +148,7 @@ def test_a_disk_full_during_indexing_is_said_and_the_index_follows_once_space_is
     assert first["grep"] == 1 and first["indexed"] is False
     error = first["query"].get("error", "")
     assert error.startswith("StorageError") and "'log'" in error, first["query"]
-    assert "grep and read still work" in error
+    assert "grep and read do not need the index" in error
     subprocess.run(["mount", "-o", "remount,size=400m", str(small_tmpfs)], check=True)
     proc.stdin.write("grown\n")
     proc.stdin.flush()

@@ -179,7 +179,7 @@ def hold_whole(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> Names
 
     Raises:
         StorageError: Still not indexed after that: the job's failure, and that grep and
-            read still serve the whole output.
+            read do not need the index (a damaged output is their own error to say).
     """
     failure: str | None = None
     failed = 0
@@ -196,8 +196,8 @@ def hold_whole(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> Names
     cause = failure or "its indexing did not finish"
     raise StorageError(
         f"namespace {namespace!r} is stored whole but could not be indexed ({cause}), so "
-        "query cannot search it now; grep and read still work on the whole output, and "
-        "the index is built again on the next query",
+        "query cannot search it now; grep and read do not need the index (they read the "
+        "stored output itself), and the index is built again on the next query",
         namespace=namespace,
     )
 

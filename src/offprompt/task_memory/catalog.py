@@ -28,7 +28,7 @@ from offprompt.errors import NotFoundError, StorageError, ValidationError
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore
 from offprompt.task_memory._namespace_meta import NamespaceMeta
-from offprompt.task_memory.blobs import content_key
+from offprompt.task_memory.blobs import VerifiedBlobs, check_content, content_key
 from offprompt.vectors import QdrantVectorStore
 
 __all__ = ["INDEX_KEY", "META_KEY", "StoreBlobStore", "StoreCatalog", "VectorCatalog"]
@@ -235,6 +235,9 @@ class StoreBlobStore:
         self.store = store
         self.scope = scope
         self.referenced = referenced
+        #: The blobs whose bytes this process hashed against their key (rows never
+        #: change under a key, so once is enough).
+        self.verified = VerifiedBlobs()
 
     def _scope(self, tenant: str, scope: Scope | None) -> Scope:
         chosen = scope if scope is not None else self.scope
@@ -256,8 +259,19 @@ class StoreBlobStore:
     def get(
         self, namespace: str, key: str, *, tenant: str = "default", scope: Scope | None = None
     ) -> bytes:
-        """The bytes stored under ``key``; ``NotFoundError`` when there are none."""
-        return self.store.task_get_blob(namespace, key, scope=self._scope(tenant, scope))
+        """The bytes stored under ``key``, checked to hash to it (once per key and process).
+
+        Raises:
+            NotFoundError: No blob ``key`` in the namespace.
+            StorageError: The stored bytes are not the content of ``key`` (damaged).
+        """
+        chosen = self._scope(tenant, scope)
+        data = self.store.task_get_blob(namespace, key, scope=chosen)
+        blob = (tuple(sorted(chosen.fields().items())), namespace, key)
+        if not self.verified.holds(blob, True):
+            check_content(namespace, key, data, where="the store holds")
+            self.verified.add(blob, True)
+        return data
 
     def delete(
         self,
