@@ -251,12 +251,16 @@ def test_stored_json_reads_as_its_lines_and_the_card_has_its_outline(
     assert f"{len(lines):,} lines" in card
 
 
-def test_reading_past_the_end_returns_the_card(backend: OffpromptBackend) -> None:
+def test_reading_past_the_end_is_deepagents_own_error_exactly(backend: OffpromptBackend) -> None:
     backend.write("/short", "one\ntwo\n")
     result = backend.read("/short", offset=5)
-    assert result.error is not None
-    assert result.error.startswith("Line offset 5 exceeds file length (2 lines)")
-    assert "[stored output] kind: text" in result.error
+    assert result.error == "Line offset 5 exceeds file length (2 lines)"
+    assert result.file_data is None and result.total_lines is None
+    big = "\n".join(f"line {i}" for i in range(50_000))  # stored output: still no card
+    backend.write("/big", big)
+    assert backend.read("/big", offset=60_000).error == (
+        "Line offset 60000 exceeds file length (50000 lines)"
+    )
 
 
 def test_constructor_validates(memory: TaskMemory) -> None:

@@ -401,6 +401,16 @@ def test_read_offset_out_of_bounds(be: BackendProtocol) -> None:
     assert response.error is not None and "Line offset 10 exceeds file length" in response.error
 
 
+def test_read_offset_beyond_eof_errors_with_total(be: BackendProtocol) -> None:
+    # deepagents' test_filesystem_backend_read_offset_beyond_eof_errors_with_total
+    be.write("/notes.txt", "one\ntwo\nthree\nfour\nfive")
+    result = be.read("/notes.txt", offset=99, limit=10)
+    assert result.error == "Line offset 99 exceeds file length (5 lines)"
+    assert result.file_data is None
+    assert result.total_lines is None
+    assert result.next_offset is None
+
+
 def test_read_crlf_window_is_lf(be: BackendProtocol) -> None:
     be.write("/crlf.txt", "a\r\nb\r\nc")
     window = be.read("/crlf.txt", offset=1, limit=1)

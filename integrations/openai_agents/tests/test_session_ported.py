@@ -334,6 +334,18 @@ async def test_session_settings_constructor(use_dictionary, make_session):
     assert session.session_settings.limit == 5
 
 
+async def test_session_settings_constructor_normalizes_dictionary(make_session):
+    session = make_session("dictionary_settings_test", session_settings={"limit": 0})
+    assert isinstance(session.session_settings, SessionSettings)
+    assert session.session_settings.limit == 0
+    assert session.session_settings.resolve({"limit": 4}).limit == 4
+
+
+def test_session_settings_rejects_unknown_dictionary_fields(make_session):
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        make_session("invalid_settings_test", session_settings={"limitt": 1})
+
+
 async def test_get_items_uses_session_settings_limit(make_session):
     session = make_session("uses_settings_limit_test", session_settings=SessionSettings(limit=3))
     items: list[TResponseInputItem] = [

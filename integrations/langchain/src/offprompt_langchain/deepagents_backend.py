@@ -372,11 +372,11 @@ class OffpromptBackend(BackendProtocol):
         try:
             window = self.task_memory.read_lines(namespace, offset + 1, offset + 1 + limit)
         except RangeError:
+            # deepagents' own error text, exactly: an error string is part of a drop-in's
+            # contract (its tests and middleware match it), and the line count it gives
+            # is what the model needs to read again.
             total = int(self.task_memory.read_lines(namespace, 1, 2).meta["total_lines"])
-            return ReadResult(
-                error=f"Line offset {offset} exceeds file length ({total} lines)\n"
-                f"{self.card(file_path)}"
-            )
+            return ReadResult(error=f"Line offset {offset} exceeds file length ({total} lines)")
         total = int(window.meta["total_lines"])
         end = int(window.meta["stop"]) - 1
         return ReadResult(

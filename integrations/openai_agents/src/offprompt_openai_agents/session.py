@@ -143,7 +143,10 @@ class OffpromptSession:
 
     Raises:
         ValidationError: More than one of ``memory``/``store``/``path``, a ``memory``
-            of another session, ``scope`` with ``memory``, or bad settings.
+            of another session, or ``scope`` with ``memory``.
+        TypeError: ``session_settings`` is neither a ``SessionSettings`` nor a dict, or
+            names an unknown setting (the SDK's own error, as its sessions raise it).
+        pydantic.ValidationError: A setting of the wrong type (the SDK's own error).
 
     Example:
         >>> from offprompt.stores import InMemoryStore
@@ -168,14 +171,14 @@ class OffpromptSession:
         tokenizer: Tokenizer | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        try:
-            self.session_settings: SessionSettings = (
-                coerce_session_settings(session_settings)
-                if session_settings is not None
-                else SessionSettings()
-            )
-        except Exception as exc:
-            raise ValidationError(f"bad session_settings: {exc}") from None
+        # The SDK's own coercion and its own errors (TypeError "Unknown session settings:
+        # limitt", pydantic's ValidationError for a bad value): a drop-in raises what every
+        # SDK session raises, so code and tests written against the SDK hold.
+        self.session_settings: SessionSettings = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
         if memory is not None and scope is not None:
             raise ValidationError("give the scope to the ConversationMemory passed as memory=")
         self._resolver: ScopeResolver | None = None
