@@ -140,9 +140,14 @@ def test_file_blob_store_maps_every_method(tmp_path: Path) -> None:
 
 def test_other_os_errors_become_storage_errors(tmp_path: Path) -> None:
     """A path longer than the system allows (a deep root, a 200-byte namespace)."""
+    # A root of exactly 4,000 characters: creatable (PATH_MAX is 4,096), while every
+    # namespace path under it (root/default/<200 characters>) is not, whatever the
+    # length of tmp_path.
     deep = tmp_path
-    while len(str(deep)) < 3700:
+    while len(str(deep)) < 4000 - 201:
         deep = deep / ("d" * 200)
+    deep = deep / ("d" * (4000 - len(str(deep)) - 1))
+    assert len(str(deep)) == 4000
     store = FileBlobStore(deep)
     namespace = "n" * 200
     for call in (
