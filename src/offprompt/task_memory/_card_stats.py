@@ -25,6 +25,7 @@ from offprompt.task_memory.card import (
     sniff_kind,
     tools_for,
 )
+from offprompt.task_memory.notices import HEAD_LINES, TAIL_LINES, partial_notices
 from offprompt.task_memory.storage import (
     ArtifactStorage,
 )
@@ -48,7 +49,20 @@ def json_stats(
     if parsed is None:
         return {"kind": "text", "json_outline": None, "tools": tools_for("text")}
     kind, value = parsed
-    return {"kind": kind, **json_view.shape(kind, value), "tools": tools_for(kind)}
+    return {
+        "kind": kind,
+        **json_view.shape(kind, value),
+        "notices": json_notices(kind, value),
+        "tools": tools_for(kind),
+    }
+
+
+def json_notices(kind: str, value: Any) -> list[str]:
+    """The paging and total keys of JSON data: the document's, or for JSON lines those
+    of the last line (where a stream states its end or its cursor)."""
+    if kind == "ndjson":
+        value = value[-1] if isinstance(value, list) and value else None
+    return partial_notices([], value=value, lines_are_json=True)
 
 
 def parsed_value(
@@ -112,6 +126,7 @@ def fresh_stats(
         tail=view.tail(3) if view.lines > 3 else [],
         indexed=indexed,
         artifacts=len(entries),
+        notices=partial_notices(view.head(HEAD_LINES), view.tail(TAIL_LINES)),
     )
     all_json = all(e.type == "JsonArtifact" for e in entries)
     kind = "json" if all_json else sniff_kind(sample)

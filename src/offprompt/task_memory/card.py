@@ -77,6 +77,10 @@ class OutputStats(BaseModel):
         columns: Column names: a CSV's header row, or the header array of JSON lines of
             arrays (empty when there is none).
         column_count: Columns of a CSV (or of JSON lines of arrays with a header row).
+        notices: What the output itself says about being partial or about its totals
+            ("line 5: showing 1000 of 9000 rows", "next_range = 'A49:AO61'"), from
+            :func:`~offprompt.task_memory.notices.partial_notices`; shown on every
+            card that has room for more than its summary line.
         indexed: Chunking, embedding and indexing have finished (``query`` is ready).
         tools: The memory tools that fit this output, best first.
         artifacts: Artifacts stored in the namespace.
@@ -95,6 +99,7 @@ class OutputStats(BaseModel):
     sample: tuple[str, str] | None = None
     columns: list[str] = Field(default_factory=list)
     column_count: int = 0
+    notices: list[str] = Field(default_factory=list)
     indexed: bool = True
     tools: list[str] = Field(default_factory=list)
     artifacts: int = 1
@@ -175,6 +180,7 @@ def csv_fields(sample: str) -> dict[str, Any]:
 
 #: The stats fields that hold the output's content; a sensitive output's card has none.
 CONTENT_FIELDS: dict[str, Any] = {
+    "notices": [],
     "head": [],
     "tail": [],
     "json_outline": None,
@@ -239,6 +245,10 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
         out.append("(token and page counts are estimates until indexing finishes)")
     elif not stats.indexed:
         out.append("(indexing for query_memory is still running)")
+    if stats.notices:
+        # Before the outline and the previews: a cut result must never look complete.
+        out.append("the output says (paging, totals; as JSON strings):")
+        out.extend(f"  {_quote(cut_line(n, width or 80))}" for n in stats.notices)
     if stats.json_outline and outline_lines:
         out.append("outline:")
         out.extend(f"  {line}" for line in _outline_lines(stats.json_outline, outline_lines))
