@@ -182,7 +182,8 @@ def test_a_store_written_by_the_earlier_code_opens_and_serves(tmp_path: Path) ->
             assert "node 9" in memory.query("logs", "node 9 down", top_n=1).value[0].value
             assert memory.stats("logs").model_dump() == TEXT_RECORD["stats"] | {
                 "head": [tuple(h) for h in TEXT_RECORD["stats"]["head"]],
-                "notices": [],  # a field the earlier code did not write: its default
+                "notices": [],  # fields the earlier code did not write: their defaults
+                "body_line": 0,
             }
             info = memory.namespace_metadata("logs")
             assert (info["tool"], info["tokens"], info["pages"]) == ("logs", 18, 1)

@@ -16,6 +16,7 @@ from offprompt.artifacts import (
 from offprompt.task_memory import (
     _reads,
     json_view,
+    structured,
 )
 from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.card import (
@@ -66,9 +67,12 @@ def json_notices(kind: str, value: Any) -> list[str]:
 
 
 def parsed_value(
-    memory: TaskMemory, view: TextView, namespace: str, meta: NamespaceMeta
+    memory: TaskMemory, view: TextView, namespace: str, meta: NamespaceMeta, kind: str = ""
 ) -> tuple[str, Any] | None:
-    """``(kind, value)`` of a JSON namespace (parsed once per cached view), or None."""
+    """``(kind, value)`` of a namespace's JSON data (parsed once per cached view), or
+    None: a JSON document or JSON lines, or the structure of a mixed or non-JSON output
+    (:func:`~offprompt.task_memory.structured.parse_structured`; ``kind`` is the card's
+    kind of it, ``csv`` parsing CSV rows)."""
     if view.parsed is None:
         entries = meta.artifacts
         if entries and all(e.type == "JsonArtifact" for e in entries):
@@ -76,9 +80,28 @@ def parsed_value(
             values = [a.value for a in loaded if isinstance(a, JsonArtifact)]
             view.parsed = ("json", values[0]) if len(values) == 1 else ("ndjson", values)
         else:
-            found = json_view.parse_json(view.data.decode("utf-8"))
+            found = structured.parse_structured(view.data.decode("utf-8"), kind)
             view.parsed = found if found is not None else ("", None)
     return None if view.parsed[0] == "" else view.parsed
+
+
+def _structure_of_text(
+    memory: TaskMemory, view: TextView, namespace: str, meta: NamespaceMeta, stats: OutputStats
+) -> dict[str, Any]:
+    """The card's fields of a text output holding structure (a JSON body after text
+    lines, YAML, a Markdown table), or none; its text lines' notices are kept."""
+    parsed = parsed_value(memory, view, namespace, meta, "text")
+    if parsed is None:
+        return {}
+    kind, value = parsed
+    body = structured.json_body_line(view.data.decode("utf-8")) if kind == "json" else 0
+    notices = list(stats.notices) + [n for n in json_notices(kind, value) if n not in stats.notices]
+    return {
+        "kind": kind,
+        "body_line": body,
+        **json_view.shape(kind, value),
+        "notices": notices[: len(stats.notices) + 5],
+    }
 
 
 def fresh_stats(
@@ -138,6 +161,8 @@ def fresh_stats(
         stats = stats.model_copy(update=json_stats(memory, view, namespace, meta))
     elif kind == "csv":
         stats = stats.model_copy(update=csv_fields(sample))
+    elif kind == "text" and len(data) <= _PARSE_AT_ONCE_BYTES:
+        stats = stats.model_copy(update=_structure_of_text(memory, view, namespace, meta, stats))
     stats.tools = tools_for(stats.kind)
     if meta.sensitive:
         # The card never shows a sensitive output's content, only its shape.

@@ -334,9 +334,9 @@ def _json(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> tuple[str,
     kind = str((meta.stats or {}).get("kind", "text"))
     if meta.storage != "text":
         json_view.require_json("binary data", namespace)
-    json_view.require_json(kind if kind in ("json", "ndjson") else "text", namespace)
+    json_view.require_json(kind if kind in json_view.JSON_KINDS else "text", namespace)
     parsed = _card_stats.parsed_value(
-        memory, namespace_view(memory, namespace, meta), namespace, meta
+        memory, namespace_view(memory, namespace, meta), namespace, meta, kind
     )
     if parsed is None:
         raise NotJsonError(f"namespace {namespace!r} does not parse as JSON", namespace=namespace)

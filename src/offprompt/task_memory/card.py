@@ -36,7 +36,7 @@ __all__ = [
     "tools_for",
 ]
 
-Kind = Literal["text", "json", "ndjson", "csv", "binary", "image"]
+Kind = Literal["text", "json", "ndjson", "yaml", "table", "csv", "binary", "image"]
 
 #: Characters kept of a preview line (head, tail, grep context) before it is cut.
 LINE_PREVIEW_CHARS = 160
@@ -56,8 +56,11 @@ class OutputStats(BaseModel):
     """What a stored namespace holds, for the card and for ``TaskMemory.stats``.
 
     Attributes:
-        kind: ``text``, ``json`` (one JSON document), ``ndjson`` (JSON lines), ``csv``,
+        kind: ``text``, ``json`` (one JSON document, or a JSON body after text lines),
+            ``ndjson`` (JSON lines), ``yaml``, ``table`` (a Markdown table), ``csv``,
             ``binary`` (bytes, or text that looks like binary junk) or ``image``.
+        body_line: For a JSON body after text lines: the line it starts on (0 when
+            the output is JSON from its first line, or not JSON).
         bytes: Size of the stored output (UTF-8 for text).
         lines: Newline-separated lines (0 for blobs and empty text).
         tokens: Tokens of the text (o200k by default); an estimate while
@@ -69,7 +72,7 @@ class OutputStats(BaseModel):
         page_tokens: The memory's page unit (``TaskMemory(page_tokens=)``).
         head: The first lines, ``(line number, line cut to a bounded length)``.
         tail: The last lines, same form (empty when ``head`` already shows them all).
-        json_outline: For ``json`` / ``ndjson``: the shape (types, keys, array lengths),
+        json_outline: For ``json`` / ``ndjson`` / ``yaml`` / ``table``: the shape (types, keys, array lengths),
             breadth first.
         sample: For ``json``: a JMESPath expression and the compact JSON it selects (the
             first item of the largest array, else the document), cut; shown instead of
@@ -87,6 +90,7 @@ class OutputStats(BaseModel):
     """
 
     kind: Kind = "text"
+    body_line: int = 0
     bytes: int = 0
     lines: int = 0
     tokens: int = 0
@@ -107,8 +111,10 @@ class OutputStats(BaseModel):
 
 def tools_for(kind: str) -> list[str]:
     """The memory tools that fit an output of ``kind``, best first."""
-    if kind in ("json", "ndjson"):
+    if kind in ("json", "ndjson", "yaml", "table"):
         return ["json_memory", "grep_memory", "read_memory", "query_memory"]
+    if kind == "csv":  # its rows are JSON objects for json_memory
+        return ["grep_memory", "json_memory", "read_memory", "query_memory", "summarize_memory"]
     if kind in ("binary", "image"):
         return []
     return ["grep_memory", "read_memory", "query_memory", "summarize_memory"]
@@ -250,7 +256,12 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
         out.append("the output says (paging, totals; as JSON strings):")
         out.extend(f"  {_quote(cut_line(n, width or 80))}" for n in stats.notices)
     if stats.json_outline and outline_lines:
-        out.append("outline:")
+        where = (
+            f" (JSON from line {stats.body_line}; the lines before it are text)"
+            if stats.body_line
+            else ""
+        )
+        out.append(f"outline{where}:")
         out.extend(f"  {line}" for line in _outline_lines(stats.json_outline, outline_lines))
     if stats.columns and width:
         names = ", ".join(_quote(name) for name in stats.columns)

@@ -14,7 +14,16 @@ from typing import Any
 
 from offprompt.errors import JsonQueryError, NotJsonError
 
-__all__ = ["breadth_first", "header_row", "outline", "parse_json", "query", "sample", "shape"]
+__all__ = [
+    "JSON_KINDS",
+    "breadth_first",
+    "header_row",
+    "outline",
+    "parse_json",
+    "query",
+    "sample",
+    "shape",
+]
 
 _KEYS_PER_OBJECT = 25
 _OUTLINE_LINES = 60
@@ -299,9 +308,14 @@ def query(value: Any, expression: str) -> Any:
         ) from None
 
 
+#: The kinds of output whose data ``json_memory`` queries: JSON, JSON lines, and the
+#: structure of YAML, Markdown tables and CSV (``offprompt.task_memory.structured``).
+JSON_KINDS = ("json", "ndjson", "yaml", "table", "csv")
+
+
 def require_json(kind: str, namespace: str) -> None:
-    """Raise :class:`NotJsonError` unless ``kind`` is ``json`` or ``ndjson``."""
-    if kind not in ("json", "ndjson"):
+    """Raise :class:`NotJsonError` unless ``kind`` is one of :data:`JSON_KINDS`."""
+    if kind not in JSON_KINDS:
         raise NotJsonError(
             f"namespace {namespace!r} holds {kind}, not JSON: use grep_memory or read_memory",
             namespace=namespace,

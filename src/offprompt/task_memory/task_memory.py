@@ -582,7 +582,10 @@ class TaskMemory:
     def json_query(self, namespace: str, expression: str) -> Any:
         """The JSON value of the JMESPath ``expression`` over ``namespace``.
 
-        A JSON lines namespace is queried as the list of its values.
+        A JSON lines namespace is queried as the list of its values; a JSON body after
+        text lines as that body; YAML as its JSON data; a Markdown table or a CSV as the
+        list of its rows (objects keyed by the header, plain numbers as numbers; see
+        :mod:`offprompt.task_memory.structured`).
         ``length(items[?status=='failed'])`` counts without returning the items.
 
         Raises:
