@@ -43,15 +43,13 @@ CORE_SDIST_ALLOWED = {
 }
 
 MCP_CLIENT = """
-import asyncio, os, sys
+import asyncio, sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 async def main():
-    # The SDK starts the server with a filtered environment: pass TIKTOKEN_CACHE_DIR on.
-    params = StdioServerParameters(
-        command=sys.argv[1], args=["--home", sys.argv[2], "mcp", "serve"], env=dict(os.environ)
-    )
+    # No env=: the SDK starts the server with its own minimal environment, as clients do.
+    params = StdioServerParameters(command=sys.argv[1], args=["--home", sys.argv[2], "mcp", "serve"])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         names = sorted(tool.name for tool in (await session.list_tools()).tools)
@@ -129,19 +127,22 @@ def wheel(dist: Path, distribution: str) -> Path:
     return found[0]
 
 
-def tiktoken_cache() -> str | None:
-    """A directory holding tiktoken's o200k_base file, for machines that cannot fetch it.
+def empty_environment(home: Path) -> dict[str, str]:
+    """What an example runs with: nothing of this machine's, and no network.
 
-    A user's tiktoken downloads the encoding once; this machine reaches only the package
-    index, so the environments get the copy that llama-index-core ships (as
-    ``offprompt.tokens`` itself finds it).
+    An MCP client starts its server with a minimal environment and a user's laptop may be
+    offline, so first use must need neither ``TIKTOKEN_CACHE_DIR`` nor a download: the
+    proxies lead nowhere, and only ``HOME`` (a fresh folder) and ``OFFPROMPT_HOME`` are set.
     """
-    if os.environ.get("TIKTOKEN_CACHE_DIR"):
-        return os.environ["TIKTOKEN_CACHE_DIR"]
-    import llama_index.core
-
-    cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-    return str(cache) if cache.is_dir() else None
+    dead = "http://127.0.0.1:9"
+    return {
+        "HOME": str(home),
+        "OFFPROMPT_HOME": str(home / ".offprompt"),
+        "HTTPS_PROXY": dead,
+        "HTTP_PROXY": dead,
+        "https_proxy": dead,
+        "http_proxy": dead,
+    }
 
 
 def run(cmd: list[str], *, cwd: Path, env: dict[str, str], what: str, timeout: int = 900) -> str:
@@ -164,9 +165,7 @@ def check_scenario(scenario: Scenario, dist: Path, work: Path, uv: str) -> float
         for k, v in os.environ.items()
         if k not in ("VIRTUAL_ENV", "PYTHONPATH", "OFFPROMPT_HOME")
     }
-    cache = tiktoken_cache()
-    if cache:
-        env["TIKTOKEN_CACHE_DIR"] = cache
+    env.pop("TIKTOKEN_CACHE_DIR", None)
     env["OFFPROMPT_HOME"] = str(home / ".offprompt")
     run(
         [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
@@ -232,7 +231,7 @@ def check_scenario(scenario: Scenario, dist: Path, work: Path, uv: str) -> float
     out = run(
         [str(python), str(example)],
         cwd=home,
-        env=env,
+        env=empty_environment(home),
         what=f"{scenario.name}: the README example",
         timeout=300,
     )
@@ -244,7 +243,7 @@ def check_scenario(scenario: Scenario, dist: Path, work: Path, uv: str) -> float
         out = run(
             [str(python), str(client), str(venv / "bin" / "offprompt"), str(home / "mcp-home")],
             cwd=home,
-            env=env,
+            env=empty_environment(home),
             what=f"{scenario.name}: offprompt mcp serve",
             timeout=120,
         )

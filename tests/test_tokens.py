@@ -105,3 +105,38 @@ def test_offline_lookup_works_in_a_fresh_process_without_network() -> None:
         check=True,
     )
     assert out.stdout.strip() == "2"
+
+
+def test_the_default_encoding_ships_with_offprompt_and_loads_with_an_empty_environment() -> None:
+    """First use needs no network and no variable: an MCP client starts servers this way.
+
+    The subprocess has an empty environment, proxies that lead nowhere, and
+    llama-index-core's copy hidden, so only offprompt's own ``_tiktoken`` can serve.
+    """
+    code = (
+        "import offprompt.tokens as t\n"
+        "t._bundled_cache_dir = lambda: None\n"
+        "sources = t._cache_sources('o200k_base')\n"
+        "assert len(sources) == 1 and sources[0].endswith('_tiktoken'), sources\n"
+        "print(t.default_tokenizer().count('hi there'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(OFFLINE),
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2"
+
+
+def test_a_user_cache_dir_is_still_preferred_to_the_shipped_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from offprompt.tokens import _cache_sources
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert _cache_sources("o200k_base") == [str(tmp_path)]
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    assert _cache_sources("o200k_base")[0].endswith("_tiktoken")
+    # cl100k_base is not shipped by offprompt: only llama-index-core's copy, when present.
+    assert not any(s.endswith("_tiktoken") for s in _cache_sources("cl100k_base"))

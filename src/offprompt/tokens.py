@@ -1,10 +1,13 @@
 """Token counting: the ``Tokenizer`` protocol and the tiktoken default.
 
-tiktoken downloads its encodings on first use. Offline, offprompt finds them in this
-order: ``TIKTOKEN_CACHE_DIR`` if set; else the copy that llama-index-core ships in
-``llama_index/core/_static/tiktoken_cache`` when that package is installed; else
-tiktoken's own download. If none works the error says so: offprompt never falls back
-silently to a different tokenizer, since counts would then disagree with the model's.
+tiktoken downloads its encodings on first use; offprompt needs none of that network.
+It finds an encoding in this order: ``TIKTOKEN_CACHE_DIR`` if set (a user's own cache
+wins, and an explicit directory without the encoding is an error, never skipped); else
+the copy offprompt ships (``o200k_base``, the default, in ``offprompt/_tiktoken``); else
+the copies llama-index-core ships when it is installed (``o200k_base`` and
+``cl100k_base``); else tiktoken's own cache and download. tiktoken checks every file's
+SHA-256. If none works the error says so: offprompt never falls back silently to a
+different tokenizer, since counts would then disagree with the model's.
 """
 
 from __future__ import annotations
@@ -113,6 +116,19 @@ def image_tokens(width: int, height: int, detail: str = "high") -> int:
     return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
 
 
+#: The encodings offprompt ships, by name: tiktoken's cache key (the SHA-1 of the URL).
+SHIPPED_ENCODINGS = {"o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790"}
+_SHIPPED_DIR = Path(__file__).resolve().parent / "_tiktoken"
+
+
+def _shipped_cache_dir(name: str) -> str | None:
+    """offprompt's own copy of ``name``, when it ships one."""
+    key = SHIPPED_ENCODINGS.get(name)
+    if key is not None and (_SHIPPED_DIR / key).is_file():
+        return str(_SHIPPED_DIR)
+    return None
+
+
 def _bundled_cache_dir() -> str | None:
     """llama-index-core's bundled tiktoken cache, found on sys.path without importing it."""
     for entry in sys.path:
@@ -122,18 +138,20 @@ def _bundled_cache_dir() -> str | None:
     return None
 
 
+def _cache_sources(name: str) -> list[str]:
+    """The cache directories to try for ``name``, in the order of the module docs."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return [os.environ["TIKTOKEN_CACHE_DIR"]]
+    return [d for d in (_shipped_cache_dir(name), _bundled_cache_dir()) if d]
+
+
 @lru_cache(maxsize=8)
 def load_encoding(name: str) -> tiktoken.Encoding:
     """Load a tiktoken encoding, offline when a cache is available (see module docs)."""
     import tiktoken
 
-    if os.environ.get("TIKTOKEN_CACHE_DIR"):
-        sources = [os.environ["TIKTOKEN_CACHE_DIR"]]
-    else:
-        bundled = _bundled_cache_dir()
-        sources = [bundled] if bundled else []
     errors: list[str] = []
-    for cache_dir in sources:
+    for cache_dir in _cache_sources(name):
         with _env_lock:
             previous = os.environ.get("TIKTOKEN_CACHE_DIR")
             os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
@@ -156,8 +174,8 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     except Exception as exc:
         raise TokenizerError(
             f"cannot load tiktoken encoding {name!r}: {type(exc).__name__}: {exc}. Offline, set "
-            "TIKTOKEN_CACHE_DIR to a directory holding the encoding, or install "
-            "llama-index-core, which ships cl100k_base and o200k_base.",
+            "TIKTOKEN_CACHE_DIR to a directory holding the encoding (offprompt ships "
+            "o200k_base, its default; llama-index-core also ships cl100k_base).",
             encoding=name,
         ) from None
 
