@@ -85,16 +85,16 @@ def parsed_value(
     return None if view.parsed[0] == "" else view.parsed
 
 
-def _structure_of_text(
-    memory: TaskMemory, view: TextView, namespace: str, meta: NamespaceMeta, stats: OutputStats
-) -> dict[str, Any]:
+def _structure_of_text(view: TextView, stats: OutputStats) -> dict[str, Any]:
     """The card's fields of a text output holding structure (a JSON body after text
-    lines, YAML, a Markdown table), or none; its text lines' notices are kept."""
-    parsed = parsed_value(memory, view, namespace, meta, "text")
-    if parsed is None:
+    lines, YAML, a Markdown table), or none; its text lines' notices are kept. The
+    value parsed here is the view's, so ``json_memory`` does not parse it again."""
+    found = structured.structure_of_text(view.data.decode("utf-8"))
+    if found is None:
+        view.parsed = ("", None)
         return {}
-    kind, value = parsed
-    body = structured.json_body_line(view.data.decode("utf-8")) if kind == "json" else 0
+    kind, value, body = found
+    view.parsed = (kind, value)
     notices = list(stats.notices) + [n for n in json_notices(kind, value) if n not in stats.notices]
     return {
         "kind": kind,
@@ -162,7 +162,7 @@ def fresh_stats(
     elif kind == "csv":
         stats = stats.model_copy(update=csv_fields(sample))
     elif kind == "text" and len(data) <= _PARSE_AT_ONCE_BYTES:
-        stats = stats.model_copy(update=_structure_of_text(memory, view, namespace, meta, stats))
+        stats = stats.model_copy(update=_structure_of_text(view, stats))
     stats.tools = tools_for(stats.kind)
     if meta.sensitive:
         # The card never shows a sensitive output's content, only its shape.

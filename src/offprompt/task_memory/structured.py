@@ -7,8 +7,8 @@ turns each into ``(kind, value)``, with ``value`` in JSON's data model:
 
 * ``json`` (also JSON lines, ``ndjson``): the text parses as JSON; or its lines from the
   first one opening with ``{`` or ``[`` (within :data:`MAX_PREFIX_LINES`) do, after
-  text lines that stay in the stored output for grep and read (:func:`json_body_line`
-  says where the body starts);
+  text lines that stay in the stored output for grep and read
+  (:func:`structure_of_text` also says the line where the body starts);
 * ``yaml``: a YAML mapping or sequence (``yaml.safe_load``; dates become ISO strings,
   other non-JSON values strings); text only qualifies when every line looks like YAML
   (``key: value`` with a key without spaces, ``- item``, indented, comments), and no
@@ -35,7 +35,7 @@ from typing import Any
 from offprompt.task_memory.card import csv_shape
 from offprompt.task_memory.json_view import parse_json
 
-__all__ = ["MAX_PREFIX_LINES", "json_body_line", "parse_structured"]
+__all__ = ["MAX_PREFIX_LINES", "parse_structured", "structure_of_text"]
 
 #: Text lines a JSON body may follow.
 MAX_PREFIX_LINES = 50
@@ -46,6 +46,8 @@ _YAML_LINE = re.compile(rf"(?:\s.*|-(?:\s.*)?|#.*|---.*|\.\.\.|{_YAML_KEY}:(?:\s
 _TOP_KEY = re.compile(rf"{_YAML_KEY}:(?:\s|$)")
 _PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _TABLE_RULE = re.compile(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?")
+_SPACE = re.compile(r"\s*")
+_DECODER = json.JSONDecoder()
 
 
 def parse_structured(text: str, kind: str = "") -> tuple[str, Any] | None:
@@ -60,40 +62,40 @@ def parse_structured(text: str, kind: str = "") -> tuple[str, Any] | None:
         return found
     if kind == "csv":
         return _csv_rows(text)
-    for parse in (_json_after_text, _markdown_table, _yaml):
-        found = parse(text)
-        if found is not None:
-            return found
-    return None
+    structure = structure_of_text(text)
+    return None if structure is None else (structure[0], structure[1])
 
 
-def json_body_line(text: str) -> int:
-    """The line (1-based) where a JSON body after text lines starts; 0 when ``text`` is
-    JSON from its first line or holds no such body."""
-    if parse_json(text) is not None:
-        return 0
+def structure_of_text(text: str) -> tuple[str, Any, int] | None:
+    """``(kind, value, body line)`` of a text output that is not one JSON document, or
+    None: the body line is where a JSON body after text lines starts (1-based), else 0.
+    What the card needs, found in one parse."""
     found = _body_start(text)
-    return 0 if found is None else found[0]
+    if found is not None:
+        return "json", found[1], found[0]
+    for parse in (_markdown_table, _yaml):
+        parsed = parse(text)
+        if parsed is not None:
+            return parsed[0], parsed[1], 0
+    return None
 
 
 def _body_start(text: str) -> tuple[int, Any] | None:
+    """The first line after the first that opens a JSON object or array running to
+    the end of ``text``, and that value (decoded in place: the text is not copied)."""
     offset = 0
-    for number, line in enumerate(text.split("\n")[:MAX_PREFIX_LINES], start=1):
-        if line.lstrip()[:1] in ("{", "[") and number > 1:
+    for number, line in enumerate(text.split("\n", MAX_PREFIX_LINES)[:MAX_PREFIX_LINES], 1):
+        start = offset + len(line) - len(line.lstrip())
+        if number > 1 and text[start : start + 1] in ("{", "["):
             try:
-                value = json.loads(text[offset:])
+                value, end = _DECODER.raw_decode(text, start)
             except ValueError:
                 pass
             else:
-                if isinstance(value, (dict, list)):
+                if isinstance(value, (dict, list)) and _SPACE.fullmatch(text, end):
                     return number, value
         offset += len(line) + 1
     return None
-
-
-def _json_after_text(text: str) -> tuple[str, Any] | None:
-    found = _body_start(text)
-    return None if found is None else ("json", found[1])
 
 
 def _markdown_table(text: str) -> tuple[str, Any] | None:
