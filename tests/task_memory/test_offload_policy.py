@@ -166,11 +166,14 @@ def test_decide_and_offload_content_cover_every_kind_of_block() -> None:
     from offprompt.artifacts import ImageArtifact
     from offprompt.task_memory.offload import ToolContent, binary_tokens
 
-    buffer = io.BytesIO()
-    Image.frombytes("RGB", (64, 64), random.Random(3).randbytes(64 * 64 * 3)).save(
-        buffer, format="PNG"
-    )
-    png = buffer.getvalue()
+    def png_of(width: int, height: int) -> bytes:
+        noise = Image.frombytes("RGB", (64, 64), random.Random(3).randbytes(64 * 64 * 3))
+        buffer = io.BytesIO()
+        noise.resize((width, height), Image.Resampling.NEAREST).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    # Images go by their pixels: 600x400 costs 425 tokens (stored at 300), 64x64 costs 255.
+    png, icon = png_of(600, 400), png_of(64, 64)
     memory = TaskMemory(index="sync")
     policy = OffloadPolicy(memory, min_tokens=300)
     assert policy.decide("text", 299) is False and policy.decide("json", 300) is True
@@ -186,12 +189,15 @@ def test_decide_and_offload_content_cover_every_kind_of_block() -> None:
         ToolContent.of_bytes(png, "image/png"),
         ToolContent.of_base64(base64.b64encode(b"\x00" * 4000).decode(), "application/zip"),
         ToolContent.of_bytes(b"tiny", "image/png"),
+        ToolContent.of_bytes(icon, "image/png"),
     ]
-    caption, rows, image, archive, tiny = policy.offload_content("tool", blocks, call_id="c1")
-    assert caption.reference is None and tiny.reference is None
+    caption, rows, image, archive, tiny, small = policy.offload_content(
+        "tool", blocks, call_id="c1"
+    )
+    assert caption.reference is None and tiny.reference is None and small.reference is None
     assert rows.reference is not None and rows.reference.kind == "json"
     assert image.reference is not None and image.reference.kind == "image"
-    assert "image/png, 64x64 pixels: kept in the blob store" in image.text
+    assert "image/png, 600x400 pixels: kept in the blob store" in image.text
     assert archive.reference is not None and "application/zip: kept" in archive.text
     (stored,) = memory.load_artifacts(image.reference.namespace).value
     assert isinstance(stored, ImageArtifact) and bytes(stored.value) == png

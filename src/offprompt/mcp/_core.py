@@ -128,13 +128,6 @@ class CoreBinding:
             return True
         return bool(self.task_memory.tokenizer.count(text) >= self.min_tokens)
 
-    def is_large_blob(self, tool_name: str, base64_chars: int) -> bool:
-        """Whether a binary block (``base64_chars`` long) goes off-prompt: the core's
-        :meth:`~offprompt.task_memory.offload.OffloadPolicy.decide`."""
-        return self.policy.decide(
-            "blob", base64_chars * 3 // 4, sensitive=tool_name in self.sensitive
-        )
-
     def offload_text(self, tool_name: str, text: str, *, is_error: bool = False) -> Offloaded:
         """The core policy on one text result (large or sensitive: stored, else unchanged).
 
@@ -166,7 +159,7 @@ class CoreBinding:
         if not block.is_binary:
             return await self.aoffload_text(tool_name, block.text, is_error=is_error)
         secret = tool_name in self.sensitive
-        if not self.policy.decide(block.kind, block.binary_size(), sensitive=secret):
+        if not self.policy.decide_block(block, sensitive=secret):
             return Offloaded("", None)
         return await self.policy.aoffload_binary(tool_name, block, sensitive=secret)
 

@@ -6,10 +6,14 @@ proxy's own stdin/stdout, unchanged, plus the memory tools. A tool result's text
 of at least ``min_tokens`` tokens (every block of a ``--sensitive`` tool) is stored in
 the home's task memory and replaced by the reference sentence and card; an image,
 audio or embedded binary resource larger than about ``min_tokens`` tokens of base64 is
-stored as a blob and replaced by a reference with a card. ``structuredContent`` passes
-through, except that a string in it equal to a stored text block becomes the same
-reference (when that still fits the tool's output schema); ``isError``, ``_meta`` and
-results that needed no offloading pass through untouched (byte for byte). The stored
+stored as a blob and replaced by a reference with a card (an image by its pixel cost,
+so an icon passes); a replaced block keeps its ``annotations`` and ``_meta``, and the
+card names an embedded resource's ``uri``. ``structuredContent`` follows the same rule:
+a string in it equal to a stored block becomes that block's reference, and a value
+still large is stored
+too and replaced by a reference object (the listed ``outputSchema`` admits it:
+:func:`schema_with_reference`). ``isError``, ``_meta`` and results that needed no
+offloading pass through untouched (byte for byte). The stored
 references ride in the result's ``_meta["offprompt/references"]``. The upstream's
 JSON-RPC error answering ``tools/call`` (any code) becomes a tool error with its message
 as the text, under the same policy (a sensitive tool's: its size and reference only).
@@ -25,6 +29,7 @@ notifications go on to the client, cancellations from it on to the upstream.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -227,9 +232,10 @@ class Proxy:
         """``tools/list``: the upstream server's tools, then the memory tools."""
         listed = await self._forward("tools/list")(params, client)
         tools = list(listed.get("tools") or [])
-        for tool in tools:
-            if tool.get("outputSchema") is not None:
+        for index, tool in enumerate(tools):
+            if isinstance(tool.get("outputSchema"), dict):
                 self.output_schemas[tool["name"]] = tool["outputSchema"]
+                tools[index] = {**tool, "outputSchema": schema_with_reference(tool["outputSchema"])}
         clash = sorted({t.get("name") for t in tools} & set(self.memory_tools.tools))
         if clash:
             raise mcp_error(
@@ -283,53 +289,77 @@ class Proxy:
         is_error = bool(result.get("isError"))
         content: list[Any] = []
         references: list[dict[str, Any]] = []
-        replaced: dict[str, str] = {}
+        # What each stored block held (its text, or its base64) -> what replaced it.
+        replaced: dict[str, Offloaded] = {}
         for block in result.get("content") or []:
             offloaded = await self._offload_block(tool, block, is_error=is_error)
             if offloaded is None or offloaded.reference is None:
                 content.append(block)
                 continue
             references.append(offloaded.reference.to_artifact())
-            content.append({"type": "text", "text": offloaded.text})
-            if block.get("type") == "text":
-                replaced[block["text"]] = offloaded.text
+            content.append(_replacement_block(block, offloaded.text))
+            held = _held_string(block)
+            if held is not None:
+                replaced[held] = offloaded
+        structured = result.get("structuredContent")
+        update: dict[str, Any] = {}
+        if structured is not None:
+            kept, stored = await self._structured(tool, structured, replaced, is_error=is_error)
+            if stored is not None and stored.reference is not None:
+                artifact = stored.reference.to_artifact()
+                if artifact not in references:
+                    references.append(artifact)
+            if kept is not structured:
+                update["structuredContent"] = kept
         if not references:
             return result  # untouched: the client gets the upstream's answer as it came
         meta = dict(result.get("_meta") or {})
         meta[REFERENCES_META_KEY] = references
-        update: dict[str, Any] = {"content": content, "_meta": meta}
-        structured = result.get("structuredContent")
-        if isinstance(structured, dict) and replaced:
-            update["structuredContent"] = self._structured(tool, structured, replaced)
+        update.update({"content": content, "_meta": meta})
         return {**result, **update}
 
-    def _structured(
-        self, tool: str, structured: dict[str, Any], replaced: dict[str, str]
-    ) -> dict[str, Any]:
-        """``structured`` with each string equal to a stored text block replaced by its
-        reference, if it still fits the tool's output schema (else ``structured``).
+    async def _structured(
+        self, tool: str, structured: Any, replaced: dict[str, Offloaded], *, is_error: bool
+    ) -> tuple[Any, Offloaded | None]:
+        """What the client gets as ``structuredContent``, and what was stored for it.
 
-        FastMCP tools that return text repeat it as ``{"result": text}``: passed through,
-        the stored output would reach the client anyway.
+        The rule of every path to the model: no large value reaches it. First each
+        string equal to a stored block (FastMCP repeats a text result as
+        ``{"result": text}``; image servers repeat the base64) becomes that block's
+        reference; if the result still fits the tool's output schema and is small
+        (a sensitive tool's: holds nothing but references), it goes as it is. Else the
+        whole value is stored (once: a block that was its JSON text already is) and the
+        client gets a :data:`REFERENCE_SCHEMA` object, which the advertised output schema
+        admits (:func:`schema_with_reference`).
         """
+        texts = {held: offloaded.text for held, offloaded in replaced.items()}
+        swapped = _swap(structured, texts) if texts else structured
+        serialized = json.dumps(swapped, ensure_ascii=False, separators=(",", ":"))
+        if tool in self.binding.sensitive:
+            small = _only_strings_of(swapped, set(texts.values()))
+        else:
+            small = not self.binding.is_large_text(tool, serialized)
+        if small and (swapped is structured or self._fits(tool, swapped)):
+            return swapped, None
+        stored = _stored_as_json(structured, replaced)
+        if stored is None:
+            whole = json.dumps(structured, ensure_ascii=False)
+            stored = await self.binding.aoffload_text(tool, whole, is_error=is_error)
+            if stored.reference is None:  # below the threshold after all (an odd schema)
+                return structured, None
+        assert stored.reference is not None
+        return {**stored.reference.to_artifact(), "reference": stored.text}, stored
 
-        def swap(value: Any) -> Any:
-            if isinstance(value, str):
-                return replaced.get(value, value)
-            if isinstance(value, dict):
-                return {key: swap(item) for key, item in value.items()}
-            if isinstance(value, list):
-                return [swap(item) for item in value]
-            return value
-
-        swapped: dict[str, Any] = swap(structured)
+    def _fits(self, tool: str, value: Any) -> bool:
+        """Whether ``value`` satisfies the tool's output schema as the upstream listed it."""
         schema = self.output_schemas.get(tool)
-        if schema is not None:
-            try:
-                jsonschema.validate(swapped, schema)
-            except jsonschema.ValidationError:
-                return structured
-        return swapped
+        if schema is None:
+            return True
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError:
+            return False
+        return True
 
     async def _offload_block(self, tool: str, block: Any, *, is_error: bool) -> Offloaded | None:
         content = _content_of(block)
@@ -365,6 +395,99 @@ def _content_of(block: Any) -> ToolContent | None:
             mime_type = resource.get("mimeType") or "application/octet-stream"
             return ToolContent.of_base64(resource["blob"], mime_type)
     return None
+
+
+def _replacement_block(block: dict[str, Any], text: str) -> dict[str, Any]:
+    """The block that takes a stored block's place: a text block with its reference, the
+    block's ``annotations`` and ``_meta`` kept, and an embedded resource's ``uri`` named
+    in the text.
+
+    Always a text block, never an embedded resource holding the card: a client shows
+    every text block to the model, while many keep resources aside, and a resource
+    whose ``uri`` named the original would claim the card is that resource's content.
+    """
+    kept: dict[str, Any] = {key: block[key] for key in ("annotations", "_meta") if key in block}
+    resource = block.get("resource")
+    if block.get("type") == "resource" and isinstance(resource, dict) and "uri" in resource:
+        text = f"{text}\nIt came as the embedded resource {resource['uri']}."
+    return {"type": "text", "text": text, **kept}
+
+
+def _held_string(block: dict[str, Any]) -> str | None:
+    """The string a block carries (text, base64 data or resource), as a structured
+    result may repeat it."""
+    for key in ("text", "data"):
+        if isinstance(block.get(key), str):
+            return str(block[key])
+    resource = block.get("resource")
+    if isinstance(resource, dict):
+        for key in ("text", "blob"):
+            if isinstance(resource.get(key), str):
+                return str(resource[key])
+    return None
+
+
+def _swap(value: Any, texts: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return texts.get(value, value)
+    if isinstance(value, dict):
+        return {key: _swap(item, texts) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_swap(item, texts) for item in value]
+    return value
+
+
+def _only_strings_of(value: Any, allowed: set[str]) -> bool:
+    """Whether every leaf of ``value`` is one of ``allowed`` (containers may be empty)."""
+    if isinstance(value, dict):
+        return all(_only_strings_of(item, allowed) for item in value.values())
+    if isinstance(value, list):
+        return all(_only_strings_of(item, allowed) for item in value)
+    return isinstance(value, str) and value in allowed
+
+
+def _stored_as_json(structured: Any, replaced: dict[str, Offloaded]) -> Offloaded | None:
+    """The stored block whose text is ``structured`` as JSON (or FastMCP's
+    ``{"result": value}`` of it): the structured value is stored already."""
+    for held, offloaded in replaced.items():
+        if held.lstrip()[:1] not in ("{", "["):
+            continue
+        try:
+            value = json.loads(held)
+        except ValueError:
+            continue
+        if value == structured or structured == {"result": value}:
+            return offloaded
+    return None
+
+
+REFERENCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "offprompt stored result",
+    "description": (
+        "The result was large and is stored off-prompt: `reference` says where and what it "
+        "holds; the memory tools read it by `artifact_namespace`."
+    ),
+    "properties": {
+        "offprompt": {"const": "stored"},
+        "artifact_namespace": {"type": "string"},
+        "reference": {"type": "string"},
+    },
+    "required": ["offprompt", "artifact_namespace", "reference"],
+}
+"""What ``structuredContent`` holds when the proxy stored it."""
+
+
+def schema_with_reference(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's output schema that also admits :data:`REFERENCE_SCHEMA`.
+
+    ``anyOf`` the original and the reference; ``$defs`` / ``definitions``, ``$schema``
+    and ``$id`` stay at the root, so the original's ``$ref`` pointers still resolve.
+    """
+    root_keys = ("$defs", "definitions", "$schema", "$id")
+    original = {key: value for key, value in schema.items() if key not in root_keys}
+    kept = {key: schema[key] for key in root_keys if key in schema}
+    return {"type": "object", **kept, "anyOf": [original, REFERENCE_SCHEMA]}
 
 
 def _translate(exc: BaseException, params: StdioServerParameters, timeout: float) -> BaseException:

@@ -36,8 +36,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import io
 import json
 import re
+import struct
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,7 +56,7 @@ from offprompt.artifacts import (
     TextArtifact,
 )
 from offprompt.errors import OffloadError, ValidationError
-from offprompt.tokens import TokenCodec
+from offprompt.tokens import TokenCodec, image_tokens
 
 if TYPE_CHECKING:
     from offprompt.task_memory.task_memory import TaskMemory
@@ -65,6 +67,7 @@ __all__ = [
     "DEFAULT_MIN_TOKENS",
     "DEFAULT_PAGE_TOKENS",
     "ERROR_LINE_CHARS",
+    "MAX_INLINE_IMAGE_BYTES",
     "ContentKind",
     "OffloadError",
     "OffloadPolicy",
@@ -171,6 +174,33 @@ class Offloaded:
 ContentKind = Literal["text", "json", "image", "blob"]
 """The kinds of tool content the policy decides for: ``text`` and ``json`` are stored
 as text, ``image`` and ``blob`` (audio, files, any other bytes) as blobs."""
+
+
+MAX_INLINE_IMAGE_BYTES = 512 * 1024
+"""An image larger than this (decoded) is stored whatever its pixel size: a client or
+provider may refuse it, and some clients show it as base64 text."""
+
+
+def _pixel_size(block: ToolContent) -> tuple[int, int] | None:
+    """An image block's width and height from its header (pillow reads no pixels).
+
+    A PNG that pillow refuses (a bad checksum in an ancillary chunk, as in
+    server-everything's logo) still states its size in its first chunk.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        data = block.raw_bytes()
+    except OffloadError:
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR" or len(data) < 24:
+            return None
+        width, height = struct.unpack(">II", data[16:24])
+    return (width, height) if width > 0 and height > 0 else None
 
 
 def binary_tokens(size: int) -> int:
@@ -469,6 +499,31 @@ class OffloadPolicy:
         tokens = binary_tokens(size) if kind in ("image", "blob") else size
         return tokens >= self.min_tokens
 
+    def decide_block(self, block: ToolContent, *, sensitive: bool | None = None) -> bool:
+        """Whether one block of a result goes off-prompt (what every adapter asks).
+
+        Text and JSON: :meth:`decide` on its tokens (the caller counts). An image goes by
+        what it costs the model, its pixels (:func:`offprompt.tokens.image_tokens`, the
+        count the tokenizer gives an image in a message), not by its bytes: a 20x20 icon
+        passes, a screenshot is stored. An image larger than :data:`MAX_INLINE_IMAGE_BYTES`
+        is stored whatever its pixels, and one whose size cannot be read goes by bytes,
+        like any other binary.
+        """
+        if not block.is_binary:
+            return self.decide(
+                block.kind, self.task_memory.tokenizer.count(block.text), sensitive=sensitive
+            )
+        size = block.binary_size()
+        if block.kind != "image" or size > MAX_INLINE_IMAGE_BYTES:
+            return self.decide(block.kind, size, sensitive=sensitive)
+        pixels = _pixel_size(block)
+        if pixels is None:
+            return self.decide(block.kind, size, sensitive=sensitive)
+        secret = self.sensitive if sensitive is None else bool(sensitive)
+        if secret:
+            return size > 0
+        return image_tokens(*pixels) >= self.min_tokens
+
     def offload_content(
         self,
         tool_name: str,
@@ -502,7 +557,7 @@ class OffloadPolicy:
                         sensitive=sensitive,
                     )
                 )
-            elif self.decide(block.kind, block.binary_size(), sensitive=sensitive):
+            elif self.decide_block(block, sensitive=sensitive):
                 out.append(
                     self.offload_binary(tool_name, block, call_id=call_id, sensitive=sensitive)
                 )
