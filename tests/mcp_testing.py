@@ -143,3 +143,77 @@ async def cancel_a_call(session: ClientSession, tool: str, *, after: float) -> B
         )
     (error,) = outcome
     return error
+
+
+# -- process lifecycle (tests/mcp/test_lifecycle.py) ------------------------------------
+
+
+def initialize_over(process: Any) -> dict[str, Any]:
+    """The MCP handshake with a ``subprocess.Popen`` server, by raw JSON-RPC lines on its
+    stdin/stdout; its ``initialize`` result."""
+
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "lifecycle-test", "version": "0"},
+        },
+    }
+    send_line(process, request)
+    answer = read_answer(process, 1)
+    send_line(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return dict(answer["result"])
+
+
+def send_line(process: Any, message: dict[str, Any]) -> None:
+    import json
+
+    process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+
+
+def read_answer(process: Any, request_id: int) -> dict[str, Any]:
+    """The answer to request ``request_id`` (notifications before it are skipped)."""
+    import json
+
+    while True:
+        line = process.stdout.readline()
+        assert line, "the server closed its stdout"
+        message = json.loads(line)
+        if message.get("id") == request_id and "method" not in message:
+            return dict(message)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of process ``pid`` (Linux: /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def live_members(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that still run: zombies do not (an orphan's is
+    reaped by init, which in a container may never do it)."""
+    import os
+
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    members: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            members.append(int(entry.name))
+    return members

@@ -8,35 +8,45 @@ line's chunks apart and joins them once. It also bounds a line: past ``max_bytes
 keeps only the line's head and tail, enough to name the request an oversized answer
 belongs to (:func:`oversized_error`), so memory stays bounded whatever the peer sends.
 
-:func:`upstream_stdio` is the SDK's ``stdio_client`` (same process start, same
-shutdown sequence) with this reader, on POSIX (on Windows it wraps the SDK's), and its
-messages are plain JSON-RPC dicts (what :class:`~offprompt.mcp._client.UpstreamClient`
-reads, whatever the SDK version); :class:`StdinLines` and :class:`StdoutPipe` are the
-server side's stdin and stdout on the event loop.
+:func:`upstream_stdio` is the SDK's ``stdio_client`` (same process start, in a session
+and process group of its own) with this reader, on POSIX (on Windows it wraps the
+SDK's), and its messages are plain JSON-RPC dicts (what
+:class:`~offprompt.mcp._client.UpstreamClient` reads, whatever the SDK version). Its
+shutdown fits the 2 s that MCP clients give a server between closing its stdin and
+SIGTERM (the SDK's takes up to 4 s): :func:`_stop_group`. :class:`StdinLines` and
+:class:`StdoutPipe` are the server side's stdin and stdout on the event loop, and
+:class:`Shutdown` turns SIGTERM and SIGINT into a clean stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import json
 import os
 import re
+import signal
 import stat
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
+from anyio.abc import Process, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import StdioServerParameters
-from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT, get_default_environment
+from mcp.client.stdio import get_default_environment
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "STDIN_GRACE",
+    "TERM_GRACE",
     "LineBuffer",
     "Oversized",
+    "Shutdown",
     "StdinLines",
     "StdoutPipe",
     "is_pipe",
@@ -56,6 +66,17 @@ _KEEP = 4096
 # every quote is escaped, so a text block cannot fake either.
 _HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")\s*,')
 _TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d+|"[^"\\]*")\s*\}\s*$')
+
+STDIN_GRACE = 0.5
+"""Seconds the upstream gets to exit by itself once its stdin is closed."""
+
+TERM_GRACE = 0.5
+"""Seconds its process group gets, after SIGTERM, before SIGKILL."""
+
+# Polling the process group for its end; how long the upstream's stderr, once its group
+# is gone, may take to reach ours.
+_POLL = 0.02
+_STDERR_DRAIN = 0.5
 
 
 @dataclass(frozen=True)
@@ -183,11 +204,18 @@ async def upstream_stdio(
 ]:
     """Start ``params`` as a stdio MCP server; its messages and a stream to send it ones.
 
-    Like the SDK's ``stdio_client`` (its own session and process group; on exit: close
-    its stdin, wait, then SIGTERM and SIGKILL the group), with a linear, bounded line
-    reader. A malformed line comes out as the exception that parsing it raised; a line
-    over ``max_message_bytes`` as the JSON-RPC error of :func:`oversized_error` (or,
-    when its id cannot be seen, a :class:`ValueError`).
+    Like the SDK's ``stdio_client`` (its own session and process group), with a linear,
+    bounded line reader. A malformed line comes out as the exception that parsing it
+    raised; a line over ``max_message_bytes`` as the JSON-RPC error of
+    :func:`oversized_error` (or, when its id cannot be seen, a :class:`ValueError`).
+
+    Its stderr goes on to ``errlog`` as it comes, byte for byte (:class:`_StderrPump`),
+    except once the proxy stops it: what a server writes while it is being stopped
+    (EPIPE and BrokenPipeError tracebacks, mostly) is dropped. On exit, the whole
+    process group is stopped and gone within about ``STDIN_GRACE + TERM_GRACE``
+    seconds, even when the caller is being cancelled (:func:`_stop_group`); until
+    then the upstream's stdout is still read (and dropped), so its writes never meet
+    a closed pipe.
 
     Raises:
         OSError: The command cannot be started.
@@ -197,15 +225,22 @@ async def upstream_stdio(
             yield streams
         return
     env = {**get_default_environment(), **(params.env or {})}
-    process = await anyio.open_process(
-        [params.command, *params.args],
-        env=env,
-        stderr=errlog,
-        cwd=params.cwd,
-        start_new_session=True,
-    )
+    stderr = _StderrPump(errlog)
+    try:
+        process = await anyio.open_process(
+            [params.command, *params.args],
+            env=env,
+            stderr=stderr.write_end,
+            cwd=params.cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        stderr.abandon()
+        raise
+    stderr.start()
     to_session, from_upstream = anyio.create_memory_object_stream[dict[str, Any] | Exception](0)
     to_upstream, from_session = anyio.create_memory_object_stream[dict[str, Any]](0)
+    stdout_ended = False  # the upstream closed its stdout (it is leaving by itself)
 
     async def deliver(line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
@@ -230,15 +265,25 @@ async def upstream_stdio(
         await to_session.send(message)
 
     async def read() -> None:
+        nonlocal stdout_ended
         assert process.stdout is not None
         lines = LineBuffer(max_message_bytes)
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            async with to_session:
-                async for chunk in process.stdout:
-                    for line in lines.feed(chunk):
-                        await deliver(line)
-                if (last := lines.rest()) is not None:
-                    await deliver(last)
+            try:
+                async with to_session:
+                    async for chunk in process.stdout:
+                        for line in lines.feed(chunk):
+                            await deliver(line)
+                    stdout_ended = True
+                    if (last := lines.rest()) is not None:
+                        await deliver(last)
+                    return
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            # Nobody takes its messages any more (shutdown): read and drop them, so that
+            # the upstream never writes into a closed pipe (EPIPE) while it is stopped.
+            async for _chunk in process.stdout:
+                pass
 
     async def write() -> None:
         assert process.stdin is not None
@@ -253,15 +298,14 @@ async def upstream_stdio(
         try:
             yield from_upstream, to_upstream
         finally:
-            with contextlib.suppress(Exception):
-                await process.stdin.aclose()  # type: ignore[union-attr]
-            try:
-                with anyio.fail_after(PROCESS_TERMINATION_TIMEOUT):
-                    await process.wait()
-            except TimeoutError:
-                await _terminate(process)
-            for stream in (from_upstream, to_upstream, to_session, from_session):
-                await stream.aclose()
+            with anyio.CancelScope(shield=True):  # bounded: about 1 s, 2.5 s at worst
+                if not stdout_ended:
+                    stderr.quiet()  # stopped by us, not exiting by itself
+                await from_upstream.aclose()  # the reader drains from now on
+                await _stop_group(process)
+                await stderr.finish(_STDERR_DRAIN)
+                for stream in (from_upstream, to_upstream, to_session, from_session):
+                    await stream.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -298,10 +342,201 @@ async def _sdk_stdio(
         group.cancel_scope.cancel()
 
 
-async def _terminate(process: Any) -> None:
-    from mcp.os.posix.utilities import terminate_posix_process_tree
+async def _stop_group(process: Process) -> None:
+    """Stop the upstream and every process of its group, the MCP stdio way, in time.
 
-    await terminate_posix_process_tree(process, PROCESS_TERMINATION_TIMEOUT)
+    Close its stdin and give it :data:`STDIN_GRACE` seconds to exit; then SIGTERM the
+    group (also when the upstream exited: a child it started, ``npx``'s ``node`` or a
+    worker, may live on), :data:`TERM_GRACE` seconds, SIGKILL, and wait for the group
+    to be gone (zombies that only their parent can reap aside). MCP clients give a
+    server 2 s between closing its stdin and SIGTERM; the SDK's ``stdio_client``
+    waits 2 s for the exit and 2 s after SIGTERM, which made the proxy miss them and
+    die with its upstream orphaned.
+    """
+    pgid = process.pid  # a session of its own: its group's id is its pid
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+    with anyio.move_on_after(STDIN_GRACE):
+        await process.wait()
+    if _signal_group(pgid, signal.SIGTERM):
+        with anyio.move_on_after(TERM_GRACE):
+            while _group_alive(pgid):
+                await anyio.sleep(_POLL)
+        if _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM)):
+            with anyio.move_on_after(TERM_GRACE):
+                while _group_alive(pgid):
+                    await anyio.sleep(_POLL)
+    with anyio.move_on_after(TERM_GRACE):
+        await process.wait()  # reaped: no zombie of ours
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Send ``signum`` to the process group; whether there still was one."""
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member changed its user: what can be signalled was
+        return True
+    return _group_alive(pgid)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs (a zombie does not: orphans are reaped
+    by init, which in a container may never do it)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no procfs (macOS): a member exists, maybe a zombie
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat_line = handle.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = stat_line[stat_line.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+class _StderrPump:
+    """The upstream's stderr, passed on to ``errlog`` as it comes, byte for byte.
+
+    A thread of its own reads the pipe and writes it out: a client that does not read
+    the proxy's stderr stalls the upstream's writes, as when the upstream wrote to
+    that stderr itself, never the proxy's event loop. Once :meth:`quiet`, what comes
+    is read and dropped (a server being stopped: its EPIPE and KeyboardInterrupt
+    tracebacks are no news to a client that is leaving).
+    """
+
+    def __init__(self, errlog: TextIO) -> None:
+        self._errlog = errlog
+        self._read_end, self.write_end = os.pipe()  # not inherited, but by the upstream
+        self._quiet = False
+        self._thread = threading.Thread(
+            target=self._run, name="offprompt-upstream-stderr", daemon=True
+        )
+
+    def start(self) -> None:
+        """Forward from now on (the upstream started, holding its end)."""
+        os.close(self.write_end)
+        self._thread.start()
+
+    def abandon(self) -> None:
+        """The upstream did not start: close both ends."""
+        os.close(self.write_end)
+        os.close(self._read_end)
+
+    def quiet(self) -> None:
+        self._quiet = True
+
+    async def finish(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, for the last of it to be forwarded (the
+        pipe ends when its last writer exits: a process that left the group may keep
+        it open; the daemon thread then stays behind, it never holds the exit)."""
+        with anyio.move_on_after(timeout):
+            while self._thread.is_alive():
+                await anyio.sleep(_POLL)
+
+    def _run(self) -> None:
+        write = self._writer()
+        try:
+            while chunk := os.read(self._read_end, 1 << 16):
+                if self._quiet:
+                    continue
+                try:
+                    write(chunk)
+                except (OSError, ValueError):  # our stderr is closed: drain, drop
+                    self._quiet = True
+        finally:
+            os.close(self._read_end)
+
+    def _writer(self) -> Any:
+        try:
+            fd = self._errlog.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is one
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+            def write_text(chunk: bytes) -> None:
+                self._errlog.write(decoder.decode(chunk))
+                self._errlog.flush()
+
+            return write_text
+
+        def write_fd(chunk: bytes) -> None:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+
+        return write_fd
+
+
+class Shutdown:
+    """SIGTERM and SIGINT as a request to stop cleanly.
+
+    What runs in :meth:`cancelling` is cancelled when one of them comes (at once, if
+    one came before); what follows it (the upstream's shutdown, closing the memory)
+    runs to its end, and a second signal does not cut it short. :meth:`handling` keeps
+    the handlers for its duration. Where handlers cannot be set (Windows' event loop,
+    a thread other than the main one) the signals keep their default action.
+    """
+
+    def __init__(self) -> None:
+        self.requested: signal.Signals | None = None
+        self._scopes: list[anyio.CancelScope] = []
+
+    def request(self, signum: signal.Signals) -> None:
+        """Stop: cancel what runs in :meth:`cancelling`."""
+        if self.requested is None:
+            self.requested = signum
+        for scope in self._scopes:
+            scope.cancel()
+
+    @contextlib.contextmanager
+    def cancelling(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope that a signal cancels."""
+        with anyio.CancelScope() as scope:
+            self._scopes.append(scope)
+            if self.requested is not None:
+                scope.cancel()
+            try:
+                yield scope
+            finally:
+                self._scopes.remove(scope)
+
+    @contextlib.asynccontextmanager
+    async def handling(self) -> AsyncIterator[Shutdown]:
+        """Handle SIGTERM and SIGINT (by :meth:`request`) inside the block."""
+        async with anyio.create_task_group() as group:
+            await group.start(self._watch)
+            try:
+                yield self
+            finally:
+                group.cancel_scope.cancel()
+
+    async def _watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with contextlib.ExitStack() as stack:
+            try:
+                signals = stack.enter_context(
+                    anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT)
+                )
+            except (NotImplementedError, ValueError, RuntimeError):  # pragma: no cover
+                task_status.started()
+                await anyio.sleep_forever()
+            task_status.started()
+            async for signum in signals:
+                self.request(signum)
 
 
 class StdinLines:

@@ -22,7 +22,8 @@ Faults: a call the upstream does not answer within ``timeout`` seconds (it is th
 cancelled upstream), or that the upstream cannot finish because it exited, or whose
 answer is longer than ``max_message_bytes``, comes back as a tool error saying so. When
 the upstream exits, the proxy answers what is in flight and exits (code 1); when the
-client closes stdin, the proxy closes the upstream's stdin and stops it. Progress
+client closes stdin or sends SIGTERM or SIGINT, the proxy closes the upstream's stdin
+and stops its whole process group within about a second, then exits (code 0). Progress
 notifications go on to the client, cancellations from it on to the upstream.
 """
 
@@ -58,7 +59,7 @@ from offprompt.mcp._client import (
 from offprompt.mcp._core import CoreBinding, Offloaded, ToolContent, open_task_memory
 from offprompt.mcp._sdk import HANDSHAKE_VERSION, Handler, Peer, make_server, mcp_error
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
-from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, upstream_stdio
+from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, Shutdown, upstream_stdio
 from offprompt.scope import Scope
 from offprompt.task_memory.offload import failure_text
 
@@ -511,12 +512,21 @@ async def run_proxy(config: ProxyConfig) -> None:
     """Run the proxy until the client or the upstream server goes away.
 
     The home's task memory opens while the upstream server starts (both take seconds).
+    The client leaving is its closing stdin, or SIGTERM or SIGINT: either way the
+    proxy stops the upstream's whole process group within about a second (the
+    clients' 2 s between closing stdin and SIGTERM) and returns, and the command
+    exits 0.
 
     Raises:
         UpstreamError: The upstream server could not be started or initialized, or it
             exited while the client was connected.
         OffpromptError: The home's task memory cannot be opened.
     """
+    # Exit status on SIGTERM/SIGINT: 0, not 128+signal. The proxy was asked to stop and
+    # stopped cleanly. The MCP spec's stdio shutdown (close stdin, SIGTERM, SIGKILL)
+    # documents no status, the Python SDK's stdio_client never reads it, and no client
+    # convention of 128+signal was found; a nonzero status only gets logged as the
+    # server failing. (Before its handlers are set, at start-up, SIGINT still gives 130.)
     if not config.command:
         raise UpstreamError("no upstream command: give it after '--'")
     params = StdioServerParameters(
@@ -527,9 +537,9 @@ async def run_proxy(config: ProxyConfig) -> None:
     )
     opening = _Opening(config)
     try:
-        async with anyio.create_task_group() as group:
+        async with Shutdown().handling() as shutdown, anyio.create_task_group() as group:
             group.start_soon(opening.run)
-            gone = await _serve(params, opening, config)
+            gone = await _serve(params, opening, config, shutdown)
     except BaseExceptionGroup as group_error:
         raise _single(group_error) from None
     finally:
@@ -581,8 +591,14 @@ class _Opening:
         )
 
 
-async def _serve(params: StdioServerParameters, opening: _Opening, config: ProxyConfig) -> bool:
-    """Serve until one side leaves; whether the upstream left first."""
+async def _serve(
+    params: StdioServerParameters, opening: _Opening, config: ProxyConfig, shutdown: Shutdown
+) -> bool:
+    """Serve until one side leaves (a signal: the client); whether the upstream left first.
+
+    A signal cancels the serving, not what follows: the upstream's shutdown, when the
+    transport exits.
+    """
     died = False
     init_timeout = max(config.timeout, config.init_timeout)
     try:
@@ -593,11 +609,12 @@ async def _serve(params: StdioServerParameters, opening: _Opening, config: Proxy
             notifications = _Notifications()
             client = UpstreamClient(up_read, up_write, notifications)
             group.start_soon(client.run)
-            init = await _initialize(client, init_timeout)
-            binding = await opening.binding()
-            proxy = Proxy(_Upstream(client, config.timeout), binding, init, notifications)
-            await run_stdio(proxy.server, until=proxy.wait_gone)
-            died = client.gone.is_set()
+            with shutdown.cancelling():
+                init = await _initialize(client, init_timeout)
+                binding = await opening.binding()
+                proxy = Proxy(_Upstream(client, config.timeout), binding, init, notifications)
+                await run_stdio(proxy.server, until=proxy.wait_gone)
+            died = client.gone.is_set() and shutdown.requested is None
             opening.start_close()  # no handler runs any more
             group.cancel_scope.cancel()
     except OffpromptError:
