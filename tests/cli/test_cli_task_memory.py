@@ -54,7 +54,9 @@ def test_query_read_inspect_and_show_sizes(cli, home: Path, tmp_path: Path) -> N
     page = cli("read", "report-q3", "--page", "1")
     assert page.returncode == 0, page.stderr
     assert page.stdout.startswith("Section 0: quarterly figures")
-    assert "page 1 of " in page.stderr
+    # Where the page is, in the lines read_memory and read --lines count.
+    shown = page.stdout.count("\n") - 1  # (print ends the page with one more)
+    assert "page 1 of " in page.stderr and f"(lines 1-{shown:,} of " in page.stderr
     too_far = cli("read", "report-q3", "--page", "999")
     assert too_far.returncode == 1
     assert "page must be between 1 and" in one_error_line(too_far)

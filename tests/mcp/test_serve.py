@@ -159,8 +159,24 @@ async def test_allow_write_stores_appends_and_forgets_after_confirmation(home, c
 
 async def test_forget_needs_a_scope_and_bad_arguments_are_named(home):
     async with connect(serve_command(home, "--allow-write")) as session:
-        refused = text_of(await session.call_tool("forget_scope", {"confirm": True}))
-        assert refused.startswith("Refused: this server has no scope.")
+        refused = await session.call_tool("forget_scope", {"confirm": True})
+        assert wire(refused)["isError"]  # a refusal is an error, not a done
+        assert text_of(refused).startswith("Error: Refused: this server has no scope.")
+        # Clients that auto-approve read-only tools see which these are.
+        hints = {
+            t.name: {k: v for k, v in wire(t)["annotations"].items() if v is not None}
+            for t in (await session.list_tools()).tools
+        }
+        for name in ("read_memory", "grep_memory", "json_memory", "list_outputs"):
+            assert hints[name]["readOnlyHint"] is True and hints[name]["destructiveHint"] is False
+        assert hints["forget_scope"]["destructiveHint"] is True
+        assert hints["forget_scope"]["readOnlyHint"] is False
+        assert hints["store_output"] == {
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        }
         bad = await session.call_tool("read_session", {"session_id": "s1", "limit": 0})
         assert wire(bad)["isError"] and "bad arguments for read_session (limit)" in text_of(bad)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -298,6 +299,63 @@ def test_pages_honour_page_tokens_and_join_back_byte_for_byte(page_tokens: int) 
         assert all(memory.tokenizer.count(p) <= page_tokens or len(p) == 1 for p in parts)
         with pytest.raises(RangeError):
             memory.read("pg", pages + 1, page_tokens=page_tokens)
+
+
+def test_pages_end_at_line_ends_and_only_a_line_longer_than_a_page_is_cut() -> None:
+    from offprompt.task_memory.tools import memory_tool_specs
+
+    rows = [f"{i},city {i},population {i * 37}\r" for i in range(3000)]
+    text = "\n".join(rows[:1500]) + "\n" + "y" * 9000 + "\n" + "\n".join(rows[1500:]) + "\n"
+    with TaskMemory(index="sync") as memory:
+        memory.process_output("t", "call", TextArtifact(text, name="csv"))
+        pages = [memory.read("csv", 1, page_tokens=300)]
+        while len(pages) < pages[-1].meta["pages"]:  # (a count estimated until cut)
+            pages.append(memory.read("csv", len(pages) + 1, page_tokens=300))
+        assert "pages_estimated" not in pages[-1].meta
+        assert "".join(p.value for p in pages) == text
+        cut = [p for p in pages if p.meta["ends_mid_line"]]
+        # Only the 9,000-character line is cut, over as many pages as its tokens need.
+        long_tokens = memory.tokenizer.count("y" * 9000)
+        assert len(cut) >= math.ceil(long_tokens / 300) - 1 >= 2
+        assert all(set(p.value.rstrip("\n")) == {"y"} for p in cut)
+        assert all(p.value.endswith("\n") for p in pages if not p.meta["ends_mid_line"])
+        assert sum(p.meta["starts_mid_line"] for p in pages) == len(cut)
+        lines = text.split("\n")
+        for p in pages:  # each page says which lines it holds, in read_lines' count
+            assert p.meta["lines"] == 3001
+            inside = lines[p.meta["first_line"] - 1 : p.meta["last_line"]]
+            assert p.value.strip("\n") in "\n".join(inside)
+
+        # What the model reads: where the page is, and where a cut line goes on.
+        read = {t.name: t for t in memory_tool_specs(memory)}["read_memory"]
+        first = memory.read("csv", 1)
+        shown = read.call(artifact_namespace="csv", page=1).text
+        assert shown.startswith(
+            f"Page 1 of {'about ' if first.meta.get('pages_estimated') else ''}"
+            f"{first.meta['pages']} (lines 1-{first.meta['last_line']:,} of 3,001)"
+        )
+        number = 1
+        while not memory.read("csv", number).meta["ends_mid_line"]:
+            number += 1
+        assert read.call(artifact_namespace="csv", page=number).text.endswith(
+            f"\n[line 1,501 goes on at the start of page {number + 1}]"
+        )
+        after = read.call(artifact_namespace="csv", page=number + 1).text
+        assert f":\n[line 1,501 continued from page {number}]\n" in after
+
+
+def test_byte_and_character_offsets_agree_on_multibyte_text() -> None:
+    import random
+
+    from offprompt.task_memory.text_view import TextView
+
+    rng = random.Random(1)
+    text = "".join(rng.choice(["a", "é", "€", "𝄞", "\n"]) for _ in range(300_000))
+    view = TextView(text.encode("utf-8"))
+    for chars in [0, 1, 65_535, 65_536, 150_000, 299_999, 300_000, *rng.sample(range(300_000), 50)]:
+        at = view.byte_offset(chars)
+        assert at == len(text[:chars].encode("utf-8")) and view.char_offset(at) == chars
+    assert view.byte_offset(10**9) == len(view.data)
 
 
 # --------------------------------------------------------------------- JSON

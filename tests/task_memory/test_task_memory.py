@@ -197,7 +197,17 @@ def test_query_finds_a_fact_and_read_pages_rebuild_the_original(memory: TaskMemo
     meta = memory.namespace_metadata("run")
     pages = [memory.read("run", p) for p in range(1, meta["pages"] + 1)]
     assert "".join(p.value for p in pages) == text
-    assert pages[0].meta == {"page": 1, "pages": meta["pages"], "namespace": "run"}
+    assert pages[0].meta == {
+        "page": 1,
+        "pages": meta["pages"],
+        "namespace": "run",
+        "first_line": 1,
+        "last_line": pages[0].value.count("\n"),  # it ends at a line end
+        "lines": len(text.splitlines()),
+        "starts_mid_line": False,
+        "ends_mid_line": False,
+    }
+    assert all(p.value.endswith("\n") for p in pages[:-1])  # the last: where the text ends
     with pytest.raises(ValidationError):
         memory.read("run", meta["pages"] + 1)
     with pytest.raises(NotFoundError):

@@ -103,9 +103,16 @@ def run_read(args: argparse.Namespace, ctx: Context) -> int:
     # The page goes to stdout untouched (pipeable); where it sits goes to stderr.
     ctx.out.print(text, markup=False, highlight=False, soft_wrap=True)
     pages = meta.get("pages")
+    about = "about " if meta.get("pages_estimated") else ""
+    lines = (
+        f" (lines {meta['first_line']:,}-{meta['last_line']:,} of {meta['lines']:,})"
+        if "first_line" in meta
+        else ""
+    )
     ctx.err.print(
         f"page {meta.get('page', args.page)}"
-        + (f" of {pages}" if pages else "")
+        + (f" of {about}{pages}" if pages else "")
+        + lines
         + f" of namespace {args.namespace!r}",
         markup=False,
         style="dim",

@@ -34,6 +34,9 @@ __all__ = [
     "ACTIVITY",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_MIN_TOKENS",
+    "DESTRUCTIVE",
+    "READ_ONLY",
+    "WRITES",
     "CoreBinding",
     "FunctionTool",
     "MemoryTool",
@@ -48,12 +51,40 @@ __all__ = [
 _CHARS_PER_TOKEN_MAX = 32
 
 
+#: MCP tool annotations: a tool that only reads what is stored.
+READ_ONLY: dict[str, bool] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+#: A tool that adds to what is stored and deletes nothing.
+WRITES: dict[str, bool] = {
+    "readOnlyHint": False,
+    "destructiveHint": False,
+    "idempotentHint": False,
+    "openWorldHint": False,
+}
+#: A tool that deletes what is stored.
+DESTRUCTIVE: dict[str, bool] = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+
+
 class MemoryTool(Protocol):
     """A tool served by this process: the core's ``MemoryToolSpec`` or a :class:`FunctionTool`."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+
+    @property
+    def annotations(self) -> dict[str, bool]:
+        """MCP's tool annotations (``readOnlyHint``, ``destructiveHint`` ...)."""
+        ...
 
     async def acall(self, **arguments: Any) -> ToolResult: ...
 
@@ -70,6 +101,7 @@ class FunctionTool:
     description: str
     parameters: dict[str, Any]
     function: Callable[..., str] = field(repr=False)
+    annotations: dict[str, bool] = field(default_factory=lambda: dict(READ_ONLY))
 
     async def acall(self, **arguments: Any) -> ToolResult:
         import jsonschema

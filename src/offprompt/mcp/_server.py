@@ -41,7 +41,12 @@ class ToolTable:
 
     def listed(self) -> list[dict[str, Any]]:
         return [
-            {"name": t.name, "description": t.description, "inputSchema": t.parameters}
+            {
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": t.parameters,
+                "annotations": dict(t.annotations),
+            }
             for t in self.tools.values()
         ]
 

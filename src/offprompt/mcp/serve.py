@@ -25,9 +25,18 @@ from typing import Any
 import anyio
 
 from offprompt.errors import OffpromptError
-from offprompt.mcp._core import CoreBinding, FunctionTool, MemoryTool, open_task_memory
+from offprompt.mcp._core import (
+    DESTRUCTIVE,
+    READ_ONLY,
+    WRITES,
+    CoreBinding,
+    FunctionTool,
+    MemoryTool,
+    open_task_memory,
+)
 from offprompt.mcp._sdk import Peer, make_server
 from offprompt.mcp._server import ToolTable, run_stdio
+from offprompt.mcp._stdio import Shutdown
 from offprompt.scope import SCOPE_FIELDS, Scope
 
 __all__ = ["ServeConfig", "build_tools", "run_serve"]
@@ -199,7 +208,8 @@ class _Home:
 
         scope = self.scope or Scope()
         if scope.is_empty:
-            return (
+            # A refusal is a tool error (isError), so a client does not take it for done.
+            raise OffpromptError(
                 "Refused: this server has no scope. Start `offprompt mcp serve` with "
                 "--tenant/--user/--session to forget that scope (or use `offprompt forget`)."
             )
@@ -228,12 +238,14 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
             "List the tool outputs stored in memory (artifact_namespace, tool, size).",
             _schema({}),
             home.list_outputs,
+            READ_ONLY,
         ),
         FunctionTool(
             "list_sessions",
             "List the conversation sessions stored (id, message count, last activity).",
             _schema({}),
             home.list_sessions,
+            READ_ONLY,
         ),
         FunctionTool(
             "read_session",
@@ -248,6 +260,7 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
                 ("session_id",),
             ),
             home.read_session,
+            READ_ONLY,
         ),
         FunctionTool(
             "search_longterm",
@@ -260,6 +273,7 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
                 ("query",),
             ),
             home.search_longterm,
+            READ_ONLY,
         ),
     ]
     if config.allow_write:
@@ -272,6 +286,7 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
                     ("tool_name", "text"),
                 ),
                 home.store_output,
+                WRITES,
             ),
             FunctionTool(
                 "append_message",
@@ -285,6 +300,7 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
                     ("session_id", "role", "text"),
                 ),
                 home.append_message,
+                WRITES,
             ),
             FunctionTool(
                 "forget_scope",
@@ -292,38 +308,45 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
                 "only says what would be deleted.",
                 _schema({"confirm": {"type": "boolean", "default": False}}),
                 home.forget_scope,
+                DESTRUCTIVE,
             ),
         ]
     return tools
 
 
 async def run_serve(config: ServeConfig) -> None:
-    """Serve the home's memory over stdio until the client closes stdin.
+    """Serve the home's memory over stdio until the client closes stdin, or sends
+    SIGTERM or SIGINT (then the memory is closed and the command exits 0, as the
+    proxy's: :func:`~offprompt.mcp.proxy.run_proxy`).
 
     Raises:
         OffpromptError: The home's task memory cannot be opened.
     """
-    memory = await anyio.to_thread.run_sync(open_task_memory, config.home, config.scope)
-    try:
-        binding = CoreBinding(memory, max_output_tokens=config.max_output_tokens)
-        table = ToolTable(build_tools(config, binding))
-        scope = ", ".join(
-            f"{k}={v}" for k in SCOPE_FIELDS if (v := getattr(config.scope, k, None)) is not None
-        )
+    async with Shutdown().handling() as shutdown:
+        memory = await anyio.to_thread.run_sync(open_task_memory, config.home, config.scope)
+        try:
+            binding = CoreBinding(memory, max_output_tokens=config.max_output_tokens)
+            table = ToolTable(build_tools(config, binding))
+            scope = ", ".join(
+                f"{k}={v}"
+                for k in SCOPE_FIELDS
+                if (v := getattr(config.scope, k, None)) is not None
+            )
 
-        async def list_tools(params: dict[str, Any], client: Peer) -> dict[str, Any]:
-            return {"tools": table.listed()}
+            async def list_tools(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+                return {"tools": table.listed()}
 
-        async def call_tool(params: dict[str, Any], client: Peer) -> dict[str, Any]:
-            return await table.call(params["name"], params.get("arguments") or {})
+            async def call_tool(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+                return await table.call(params["name"], params.get("arguments") or {})
 
-        server = make_server(
-            "offprompt-memory",
-            {"tools/list": list_tools, "tools/call": call_tool},
-            instructions=f"offprompt memory of {config.home}"
-            + (f" (scope {scope})" if scope else "")
-            + ("" if config.allow_write else "; read-only"),
-        )
-        await run_stdio(server)
-    finally:
-        await anyio.to_thread.run_sync(memory.close)
+            server = make_server(
+                "offprompt-memory",
+                {"tools/list": list_tools, "tools/call": call_tool},
+                instructions=f"offprompt memory of {config.home}"
+                + (f" (scope {scope})" if scope else "")
+                + ("" if config.allow_write else "; read-only"),
+            )
+            with shutdown.cancelling():
+                await run_stdio(server)
+        finally:
+            await anyio.to_thread.run_sync(memory.close)

@@ -103,8 +103,12 @@ class SummaryPlan:
     ) -> SummaryPlan:
         """The plan for ``namespace``: reads its page 1 with ``read(namespace, page, size)``."""
         size = page_tokens * SUMMARY_PAGE_FACTOR
-        first = read(namespace, 1, size)
-        return cls(namespace, tool, size, int(first.meta["pages"]), first.value)
+        first = last = read(namespace, 1, size)
+        # A count still estimated (the output not cut to its end) is not a plan: cut on
+        # (each read resumes where the last stopped) until the count is exact.
+        while last.meta.get("pages_estimated"):
+            last = read(namespace, int(last.meta["page"]) + 1, size)
+        return cls(namespace, tool, size, int(last.meta["pages"]), first.value)
 
     @property
     def rest(self) -> range:
@@ -241,8 +245,8 @@ def page_finder(
     """``page_of(chunk payload)``: the :meth:`read` page holding the chunk's start.
 
     Exact when the namespace's pages are already cut (the memory tools cut them
-    before they query) and its text is ASCII (character offsets are byte offsets);
-    otherwise estimated from the chunk's token position.
+    before they query): the chunk's character offset becomes a byte offset in the
+    view (directly for ASCII text); otherwise estimated from its token position.
     """
     pages = max(1, int((meta.stats or {}).get("pages") or 1))
     starts, offset = [], 0  # (first seq, byte offset in the view's text) per artifact
@@ -258,16 +262,19 @@ def page_finder(
     scales.sort()
     firsts = [first for first, _ in starts]
     ascii_only = all(e.chars is not None and e.bytes == e.chars for e in meta.artifacts)
-    bounds = None
-    if meta.pages_exact and ascii_only:
+    bounds = view = None
+    if meta.pages_exact:
         view = memory._view_cache.cached(namespace, meta.artifacts)
         if view is not None:
             bounds = view.cached_page_bounds(memory.tokenizer.encoding, memory.page_tokens)
 
     def page_of(payload: Mapping[str, Any]) -> int:
         seq = int(payload.get("seq", 0))
-        if bounds is not None and starts:
-            at = starts[max(bisect_right(firsts, seq) - 1, 0)][1] + int(payload.get("start", 0))
+        if bounds is not None and view is not None and starts:
+            first = starts[max(bisect_right(firsts, seq) - 1, 0)][1]
+            at = first + int(payload.get("start", 0))
+            if not ascii_only:  # a character offset inside the artifact at byte `first`
+                at = view.byte_offset(view.char_offset(first) + at - first)
             return min(len(bounds) - 1, max(1, bisect_right(bounds, at)))
         if tokens_before > 0 and "start" in payload:
             # Chunks end at line ends (fewer than chunk_tokens tokens) and so do pages
@@ -316,11 +323,24 @@ def _page(
             f"page must be between 1 and {about}{pages} for namespace {namespace!r}, got {page!r}",
             namespace=namespace,
         )
-    found: dict[str, Any] = {"page": page, "pages": pages, "namespace": namespace}
+    start, end = bounds[page - 1], bounds[page]
+    data = view.data
+    found: dict[str, Any] = {
+        "page": page,
+        "pages": pages,
+        "namespace": namespace,
+        # The lines the page holds (1-based, inclusive), in the count of read_lines.
+        "first_line": view.line_number(start),
+        "last_line": view.line_number(max(start, end - 1)),
+        "lines": view.lines,
+        # Only a line longer than a page is cut: where it goes on, and where it came from.
+        "starts_mid_line": start > 0 and data[start - 1 : start] != b"\n",
+        "ends_mid_line": end < len(data) and data[end - 1 : end] != b"\n",
+    }
     if not complete:
         found["pages_estimated"] = True
     return TextArtifact(
-        value=view.data[bounds[page - 1] : bounds[page]].decode("utf-8"),
+        value=data[start:end].decode("utf-8"),
         name=namespace,
         meta=found,
     )

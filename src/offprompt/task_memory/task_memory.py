@@ -722,8 +722,8 @@ class TaskMemory:
         default), counted on the page's own text, and join back into the output byte
         for byte (see :meth:`TextView.page_bounds`). Works at once, indexed or not, and
         cuts the output only up to ``page``: until every page is cut, ``pages`` is an
-        estimate and ``meta`` holds ``pages_estimated: True``. ``meta`` holds ``page`` and
-        ``pages``.
+        estimate (``pages_estimated``). Pages end at line ends; ``meta`` holds ``page``,
+        ``pages``, ``first_line``, ``last_line``, ``lines`` and ``starts/ends_mid_line``.
 
         Raises:
             NotFoundError: Unknown namespace.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 import numpy as np
@@ -152,6 +152,7 @@ class TextView:
         # Pages cut so far and the byte offset reached, for outputs not cut to the end.
         self._partial_pages: dict[tuple[int, int], tuple[list[int], int]] = {}
         self._lock = threading.Lock()
+        self._chars: list[int] | None = None  # characters before each block, once asked
         #: ``(kind, value)`` once parsed as JSON (``("", None)``: it is not JSON).
         self.parsed: tuple[str, Any] | None = None
 
@@ -172,6 +173,41 @@ class TextView:
             pos = data.index(b"\n", pos) + 1
             seen += 1
         return pos
+
+    def byte_offset(self, char_offset: int) -> int:
+        """The byte offset of character ``char_offset`` (0-based; past the end: the end).
+
+        The characters before each block are counted once (UTF-8 lead bytes, with
+        NumPy), so a lookup decodes at most one block.
+        """
+        chars = self._char_counts()
+        block = max(0, bisect_right(chars, char_offset) - 1)
+        start = block * _BLOCK
+        data = self.data
+        while start < len(data) and (data[start] & 0xC0) == 0x80:
+            start += 1  # the rest of a character counted in the block before
+        if start >= len(data):
+            return len(data)
+        piece = data[start : start + _BLOCK + 4].decode("utf-8", errors="ignore")
+        inside = piece[: char_offset - chars[block]]
+        return min(len(data), start + len(inside.encode("utf-8")))
+
+    def char_offset(self, byte_offset: int) -> int:
+        """The characters before byte ``byte_offset`` (a character boundary)."""
+        block = min(byte_offset, len(self.data)) // _BLOCK
+        piece = np.frombuffer(self.data, dtype=np.uint8)[block * _BLOCK : byte_offset]
+        return self._char_counts()[block] + int(np.count_nonzero((piece & 0xC0) != 0x80))
+
+    def _char_counts(self) -> list[int]:
+        """Characters before each block (UTF-8 lead bytes), counted once."""
+        if self._chars is None:
+            view = np.frombuffer(self.data, dtype=np.uint8)
+            counts, total = [0], 0
+            for offset in range(0, len(self.data), _BLOCK):
+                total += int(np.count_nonzero((view[offset : offset + _BLOCK] & 0xC0) != 0x80))
+                counts.append(total)
+            self._chars = counts
+        return self._chars
 
     def line_number(self, offset: int) -> int:
         """The 1-based line holding byte ``offset``."""
@@ -365,8 +401,9 @@ class TextView:
 
         Each page is counted again on its own (tokenising a piece can differ from the
         tokens it had inside the whole), so a page never exceeds ``page_tokens`` - except
-        a single character that alone takes more tokens. Pages are cut at character
-        boundaries and never span the segments the text is tokenised in; joined
+        a single character that alone takes more tokens. A page ends at a line end;
+        only a line longer than a page is cut inside (at a character boundary). Pages
+        never span the segments the text is tokenised in; joined
         back they give the text byte for byte. Cached per encoding and page size.
         (The segments start at 64 KiB and grow to 1 MiB, so the bounds depend only on
         the text, not on which page was asked for first.)
@@ -421,6 +458,11 @@ class TextView:
                     if counted <= page_tokens or take == 1:
                         break
                     take = max(1, take - (counted - page_tokens))
+                if cut < len(segment):
+                    # A page ends at a line end; only a line longer than a page is split.
+                    newline = segment.rfind(b"\n", pos, cut)
+                    if newline != -1:
+                        cut = newline + 1
                 bounds.append(offset + cut)
                 pos = cut
                 token = int(np.searchsorted(ends, cut, side="right"))

@@ -24,7 +24,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -176,6 +176,15 @@ class MemoryToolSpec:
         max_output_tokens: Bound of every answer, errors included.
     """
 
+    #: What a memory tool does to state, as MCP's tool annotations say it: it only reads
+    #: what is stored (so clients that auto-approve read-only tools need not ask).
+    annotations: ClassVar[dict[str, bool]] = {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+
     def __init__(
         self,
         name: str,
@@ -257,6 +266,22 @@ class MemoryToolSpec:
 
 
 # -- what the tools do -------------------------------------------------------------------
+
+
+def _page_text(namespace: str, text: str, meta: dict[str, Any]) -> str:
+    """A page as the model reads it: where it is (page and lines), then the page; a
+    line longer than a page says, where it is cut, on which page it goes on."""
+    page = meta.get("page", 1)
+    pages = meta.get("pages", 1)
+    about = "about " if meta.get("pages_estimated") else ""
+    where = f"Page {page} of {about}{pages}"
+    if "first_line" in meta:
+        where += f" (lines {meta['first_line']:,}-{meta['last_line']:,} of {meta['lines']:,})"
+    if meta.get("starts_mid_line"):
+        text = f"[line {meta['first_line']:,} continued from page {page - 1}]\n{text}"
+    if meta.get("ends_mid_line"):
+        text = f"{text}\n[line {meta['last_line']:,} goes on at the start of page {page + 1}]"
+    return f'{where} of artifact_namespace "{namespace}":\n{text}'
 
 
 def _cut(line: str) -> str:
@@ -382,11 +407,7 @@ class _Tools:
             # The memory's page unit, the one its card counts in (a page number from the
             # card reads that page); the default page fits the default bound with this header.
             found = memory.read(namespace, page)
-            pages = found.meta.get("pages", 1)
-            about = "about " if found.meta.get("pages_estimated") else ""
-            return (
-                f'Page {page} of {about}{pages} of artifact_namespace "{namespace}":\n{found.value}'
-            )
+            return _page_text(namespace, found.value, found.meta)
         if args.page is not None:
             raise _ModelError("give either page or start_line/end_line, not both")
         start = 1 if args.start_line is None else args.start_line
