@@ -17,6 +17,7 @@ import pytest
 from mcp_testing import (
     cancel_a_call,
     connect,
+    initialize_over,
     load_upstream,
     proxy_command,
     text_of,
@@ -370,26 +371,10 @@ def test_a_malformed_line_from_the_client_is_skipped_and_closing_stdin_stops_bot
         env={**os.environ, "FIXTURE_PID_FILE": str(pid_file)},
     )
     assert process.stdin is not None and process.stdout is not None
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-    process.stdin.write(b"{this is not json\n" + json.dumps(initialize).encode() + b"\n")
+    process.stdin.write(b"{this is not json\n")  # skipped: the handshake still answers
     process.stdin.flush()
-    answers = []
-    while True:
-        line = process.stdout.readline()
-        assert line, "the proxy closed stdout"
-        answers.append(json.loads(line))
-        if answers[-1].get("id") == 1:
-            break
-    assert answers[-1]["result"]["serverInfo"]["name"] == "offprompt-proxy (fixture-upstream)"
+    initialized_result = initialize_over(process)
+    assert initialized_result["serverInfo"]["name"] == "offprompt-proxy (fixture-upstream)"
     upstream_pid = int(pid_file.read_text())
     # mid-session: junk, a request with bad params, then a good call
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
