@@ -73,9 +73,13 @@ def serve_command(home: Path, *options: str) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def connect(
-    command: Sequence[str], errlog: Any = None, env: dict[str, str] | None = None
+    command: Sequence[str],
+    errlog: Any = None,
+    env: dict[str, str] | None = None,
+    **session_options: Any,
 ) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session with ``command`` run as a stdio server."""
+    """An initialized SDK client session with ``command`` run as a stdio server
+    (``session_options``: the ``ClientSession``'s, e.g. ``logging_callback``)."""
     import os
 
     params = StdioServerParameters(
@@ -83,16 +87,31 @@ async def connect(
     )
     async with (
         stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, **session_options) as session,
     ):
         await session.initialize()
         yield session
 
 
 def text_of(result: Any) -> str:
-    """The text of a tool result's one text block."""
-    assert len(result.content) == 1, result.content
-    return str(result.content[0].text)
+    """The text of a tool result's one text block (a stored result's ``resource_link``
+    beside it is allowed: links_of gives them)."""
+    texts = [block for block in result.content if block.type == "text"]
+    others = [block for block in result.content if block.type not in ("text", "resource_link")]
+    assert len(texts) == 1 and not others, result.content
+    return str(texts[0].text)
+
+
+def capabilities_of(session: ClientSession) -> dict[str, Any]:
+    """The server's capabilities as the protocol names them (SDK 1.x and 2.x)."""
+    getter = getattr(session, "get_server_capabilities", None)
+    capabilities = getter() if getter is not None else session.server_capabilities  # type: ignore[attr-defined]
+    return wire(capabilities)
+
+
+def links_of(result: Any) -> list[str]:
+    """The URIs of a tool result's ``resource_link`` blocks."""
+    return [str(block.uri) for block in result.content if block.type == "resource_link"]
 
 
 def wire(model: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ Tree::
     │   ├── NotAStoreError       a path exists but is not an offprompt store
     │   └── ForgetError          ``forget`` could not finish (``report`` says what it did)
     ├── NotFoundError            a session, namespace or item does not exist
+    │   └── ExpiredError         it existed, but is older than the retention keeps
     ├── OffloadError             a tool output could not be stored off-prompt
     ├── ModelError               a language model's reply cannot be used
     │   ├── SummarizationError   no usable summary (empty or non-text output)
@@ -55,6 +56,7 @@ __all__ = [
     "CLIError",
     "DemoError",
     "DeserializationError",
+    "ExpiredError",
     "ForgetError",
     "JsonQueryError",
     "MemoryModelError",
@@ -152,6 +154,14 @@ class NotFoundError(OffpromptError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.message
+
+
+class ExpiredError(NotFoundError):
+    """A stored output that existed but is older than its memory's retention keeps.
+
+    Until ``prune`` deletes it, reading it says so; after, it is unknown
+    (:class:`NotFoundError`), as if it never was.
+    """
 
 
 class StorageMismatchError(ValidationError):

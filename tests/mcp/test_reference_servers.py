@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 import pytest
-from mcp_testing import connect, proxy_of, reference_server, wire
+from mcp_testing import capabilities_of, connect, proxy_of, reference_server, wire
 from PIL import Image
 
 from offprompt.artifacts import ImageArtifact, TextArtifact
@@ -77,10 +77,11 @@ async def test_a_large_text_file_is_one_reference_in_content_and_in_structured_c
         server, home, "read_text_file", {"path": str(files / "data.txt")}
     )
     assert len(json.dumps(direct)) > 400_000  # the server sends the file twice
-    (block,) = proxied["content"]
+    block, link = proxied["content"]
     assert block["type"] == "text" and block["text"].startswith(
         REFERENCE_START.format(tool="read_text_file")
     )
+    assert link["type"] == "resource_link" and link["uri"].startswith("offprompt://outputs/")
     # The server repeats the text as {"content": text}: the same reference replaces it.
     assert proxied["structuredContent"] == {"content": block["text"]}
     assert len(json.dumps(proxied)) < 4_000
@@ -98,7 +99,9 @@ async def test_an_image_cheap_in_pixels_passes_and_its_base64_in_structured_cont
     direct, direct_tool, proxied, proxied_tool = await call_both(
         server, home, "read_media_file", {"path": str(path)}
     )
-    assert proxied["content"] == direct["content"]  # the image, unchanged
+    image, link = proxied["content"]
+    assert [image] == direct["content"]  # the image, unchanged; a link to the stored JSON
+    assert link["uri"] == "offprompt://outputs/" + references(proxied)[0]["artifact_namespace"]
     assert direct["content"][0]["data"] == base64.b64encode(path.read_bytes()).decode()
     structured = proxied["structuredContent"]
     assert structured["offprompt"] == "stored" and structured["kind"] == "json"
@@ -132,8 +135,9 @@ async def test_an_image_costly_in_pixels_is_stored_once_and_structured_content_p
         server, home, "read_media_file", {"path": str(files / "flat-1024.png")}
     )
     assert len(direct["content"][0]["data"]) < 10_000  # small in bytes, large in pixels
-    (block,) = proxied["content"]
+    block, link = proxied["content"]
     assert block["type"] == "text" and "image/png, 1024x1024 pixels" in block["text"]
+    assert link["type"] == "resource_link" and link.get("mimeType") is None
     assert proxied["structuredContent"] == {
         "content": [{"type": "image", "data": block["text"], "mimeType": "image/png"}]
     }
@@ -174,7 +178,9 @@ async def test_a_replaced_block_keeps_its_annotations_and_an_embedded_resource_i
     )
     at = next(i for i, b in enumerate(direct["content"]) if b["type"] == "resource")
     assert direct["content"][at]["resource"]["uri"] == "demo://resource/dynamic/blob/2"
-    kept = proxied["content"][at]
+    blocks = [b for b in proxied["content"] if b["type"] != "resource_link"]
+    assert len(proxied["content"]) - len(blocks) == len(references(proxied))  # a link each
+    kept = blocks[at]
     assert kept["type"] == "text" and set(kept) <= {"type", "text", "annotations", "_meta"}
     assert kept["text"].startswith(REFERENCE_START.format(tool="get-resource-reference"))
     assert kept["text"].endswith("It came as the embedded resource demo://resource/dynamic/blob/2.")
@@ -200,3 +206,163 @@ def test_the_advertised_schema_admits_the_original_and_the_reference_and_nothing
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
     assert REFERENCE_SCHEMA["required"] == ["offprompt", "artifact_namespace", "reference"]
+
+
+# --- the protocol around the tools: logging, subscriptions, capabilities (item 9) ---
+
+
+async def test_the_proxy_claims_what_server_everything_claims_but_tasks(home: Path) -> None:
+    server = reference_server("everything")
+    listings: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for command in (server, proxy_of(home, server)):
+        async with connect(command) as session:
+            capabilities = capabilities_of(session)
+            listed = {t.name: wire(t) for t in (await session.list_tools()).tools}
+            listings.append((capabilities, listed))
+    (direct_caps, direct_tools), (proxied_caps, proxied_tools) = listings
+    required = {
+        name
+        for name, tool in direct_tools.items()
+        if ((tool.get("execution") or {}).get("taskSupport")) == "required"
+    }
+    assert required == {"simulate-research-query"} and direct_caps.get("tasks")
+    # Tasks left the spec: the proxy advertises none, so it lists no tool that needs them.
+    assert proxied_caps.get("tasks") is None
+    assert set(direct_tools) - set(proxied_tools) == required
+    for name, tool in proxied_tools.items():
+        assert ((tool.get("execution") or {}).get("taskSupport")) != "required", name
+    assert proxied_caps["logging"] is not None
+    assert proxied_caps["resources"]["subscribe"] is True
+    assert proxied_caps["resources"]["listChanged"] is True
+    assert proxied_caps["tools"]["listChanged"] is True
+    assert proxied_caps["prompts"]["listChanged"] is True
+
+
+async def test_set_level_and_the_upstreams_log_messages_pass_through(home: Path) -> None:
+    import anyio
+
+    logged: list[dict[str, Any]] = []
+    arrived = anyio.Event()
+
+    async def on_log(params: Any) -> None:
+        logged.append(wire(params))
+        arrived.set()
+
+    server = reference_server("everything")
+    async with connect(proxy_of(home, server), logging_callback=on_log) as session:
+        await session.set_logging_level("debug")  # was "Method not found"
+        await session.call_tool("toggle-simulated-logging", {})
+        with anyio.fail_after(15):
+            await arrived.wait()  # the server sends one at once, then one every 5 s
+        await session.call_tool("toggle-simulated-logging", {})
+    assert logged[0]["level"] in {
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    }
+    assert "message" in str(logged[0]["data"])
+
+
+async def test_a_subscription_passes_and_its_updates_reach_the_client(home: Path) -> None:
+    import anyio
+
+    updated: list[str] = []
+    arrived = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updated.append(str(root.params.uri))
+            arrived.set()
+
+    server = reference_server("everything")
+    async with connect(proxy_of(home, server), message_handler=on_message) as session:
+        listed = await session.list_resources()
+        uri = str(listed.resources[0].uri)
+        await session.subscribe_resource(uri)
+        await session.call_tool("toggle-subscriber-updates", {})
+        with anyio.fail_after(15):
+            await arrived.wait()
+        await session.unsubscribe_resource(uri)
+        await session.call_tool("toggle-subscriber-updates", {})
+    assert updated[0] == uri
+
+
+# --- stored outputs as MCP resources (item 7) ---
+
+
+async def test_a_stored_output_is_a_resource_read_by_page_and_lines(
+    home: Path, files: Path
+) -> None:
+    from mcp_testing import links_of
+
+    server = reference_server("filesystem", str(files))
+    lines = (files / "data.txt").read_text().splitlines()
+    async with connect(proxy_of(home, server)) as session:
+        result = await session.call_tool("read_text_file", {"path": str(files / "data.txt")})
+        (uri,) = links_of(result)
+        templates = [
+            t["uriTemplate"]
+            for t in wire(await session.list_resource_templates())["resourceTemplates"]
+        ]
+        assert "offprompt://outputs/{artifact_namespace}/lines/{first}-{last}" in templates
+
+        first = wire(await session.read_resource(uri))["contents"]
+        assert first[0]["uri"] == uri and first[0]["text"].startswith("Page 1 of ")
+        assert lines[0] in first[0]["text"]
+        second = wire(await session.read_resource(uri + "/pages/2"))["contents"][0]["text"]
+        assert second.startswith("Page 2 of ")
+        ranged = wire(await session.read_resource(uri + "/lines/10-12"))["contents"][0]["text"]
+        assert all(line in ranged for line in lines[9:12])
+        assert lines[8] not in ranged and lines[12] not in ranged
+
+        for bad, said in (
+            ("offprompt://outputs/never-stored", "Unknown artifact_namespace"),
+            (uri + "/pages/99999", "page"),
+            (uri + "/sideways", "not a stored output's URI"),
+        ):
+            with pytest.raises(Exception) as raised:
+                await session.read_resource(bad)
+            assert said in str(raised.value), (bad, raised.value)
+
+
+async def test_a_stored_image_reads_back_as_an_image_bounded_to_the_budget(
+    home: Path, files: Path
+) -> None:
+    from mcp_testing import links_of
+
+    server = reference_server("filesystem", str(files))
+    original = (files / "flat-1024.png").read_bytes()
+    async with connect(proxy_of(home, server)) as session:
+        result = await session.call_tool("read_media_file", {"path": str(files / "flat-1024.png")})
+        (reference,) = references(wire(result))
+        namespace = reference["artifact_namespace"]
+        read = wire(await session.call_tool("read_memory", {"artifact_namespace": namespace}))
+        image = next(b for b in read["content"] if b["type"] == "image")
+        assert base64.b64decode(image["data"]) == original  # 765 tokens: fits, as stored
+        (uri,) = links_of(result)
+        (blob,) = wire(await session.read_resource(uri))["contents"]
+        assert blob["mimeType"] == "image/png" and base64.b64decode(blob["blob"]) == original
+
+    # A budget below the image's pixel cost: a smaller copy, and the model is told.
+    async with connect(proxy_of(home, server, "--max-output-tokens", "300")) as session:
+        read = wire(await session.call_tool("read_memory", {"artifact_namespace": namespace}))
+    image = next(b for b in read["content"] if b["type"] == "image")
+    import io
+
+    from PIL import Image as PILImage
+
+    from offprompt.tokens import image_tokens
+
+    with PILImage.open(io.BytesIO(base64.b64decode(image["data"]))) as shown:
+        width, height = shown.size
+    assert width == height and image_tokens(width, height) <= 300 < image_tokens(1024, 1024)
+    note = f"Shown scaled to {width}x{height}"
+    assert any(note in (b.get("text") or "") for b in read["content"])
+    (stored,) = stored_values(home, namespace)
+    assert stored.value == original  # the stored image stays whole

@@ -194,3 +194,20 @@ def test_a_home_already_open_elsewhere_is_shared(home):
         )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "open in another process" not in run.stderr
+
+
+async def test_stored_outputs_are_resources_read_in_the_servers_scope_only(home):
+    """Each read checks the scope: u2 cannot read u1's output by its URI."""
+    namespace = _scoped_home(home)
+    uri = f"offprompt://outputs/{namespace}"
+    async with connect(serve_command(home, "--user", "u1")) as session:
+        templates = wire(await session.list_resource_templates())["resourceTemplates"]
+        first = templates[0]["uriTemplate"]
+        assert first == "offprompt://outputs/{artifact_namespace}"
+        (content,) = wire(await session.read_resource(uri))["contents"]
+        assert "u1's build failed at step 7" in content["text"]
+        lines = wire(await session.read_resource(uri + "/lines/1-1"))["contents"][0]["text"]
+        assert "step 7" in lines
+    async with connect(serve_command(home, "--user", "u2")) as session:
+        with pytest.raises(Exception, match="Unknown artifact_namespace"):
+            await session.read_resource(uri)

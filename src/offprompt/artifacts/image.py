@@ -81,3 +81,41 @@ class ImageArtifact(BlobArtifact):
 
     def to_text(self) -> str:
         return f"Image ({self.format}, {self.width}x{self.height} pixels, {len(self.value)} bytes)"
+
+    def within(self, max_tokens: int, max_bytes: int) -> ImageArtifact | None:
+        """This image, or a smaller copy, that costs the model at most ``max_tokens``
+        (:func:`offprompt.tokens.image_tokens`) in at most ``max_bytes`` encoded.
+
+        Returned as it is when it fits. Else scaled down (Lanczos) from the size the
+        model would be given (2048x2048 box, shorter side 768), in steps of 0.8, and
+        encoded as PNG, or as JPEG (quality 85) when PNG is over ``max_bytes`` (a photo).
+        ``None`` when no size fits: ``max_tokens`` below the cheapest image (255 tokens,
+        one tile at high detail), or a budget of bytes too small for a 16-pixel long side.
+        """
+        from offprompt.tokens import image_tokens
+
+        if image_tokens(self.width, self.height) <= max_tokens and len(self.value) <= max_bytes:
+            return self
+        if image_tokens(1, 1) > max_tokens:
+            return None
+        source = self.to_pil()
+        # Start at the size the model gets anyway (fit in 2048x2048, shorter side 768):
+        # more pixels cost bytes and buy nothing.
+        scale = min(1.0, 2048 / max(self.width, self.height))
+        scale *= min(1.0, 768 / (scale * min(self.width, self.height)))
+        while scale * max(self.width, self.height) >= 16:
+            size = (max(1, round(self.width * scale)), max(1, round(self.height * scale)))
+            if image_tokens(*size) <= max_tokens:
+                resized = source.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+                for format in ("png", "jpeg"):
+                    image = resized if format == "png" else resized.convert("RGB")
+                    buffer = io.BytesIO()
+                    image.save(
+                        buffer,
+                        format=format.upper(),
+                        **({"quality": 85} if format == "jpeg" else {}),
+                    )
+                    if buffer.tell() <= max_bytes:
+                        return ImageArtifact(value=buffer.getvalue(), name=self.name)
+            scale *= 0.8
+        return None

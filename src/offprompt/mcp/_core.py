@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from offprompt.artifacts import ImageArtifact
 from offprompt.errors import OffpromptError
 from offprompt.scope import Scope
 from offprompt.task_memory import TaskMemory
@@ -22,6 +23,7 @@ from offprompt.task_memory.offload import (
     ACTIVITY,
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MIN_TOKENS,
+    MAX_INLINE_IMAGE_BYTES,
     Offloaded,
     OffloadPolicy,
     StoredReference,
@@ -194,6 +196,27 @@ class CoreBinding:
         if not self.policy.decide_block(block, sensitive=secret):
             return Offloaded("", None)
         return await self.policy.aoffload_binary(tool_name, block, sensitive=secret)
+
+    async def aimage(self, namespace: str) -> ImageArtifact | None:
+        """The image ``namespace`` holds, as the model may see it: within the tools'
+        ``max_output_tokens`` of pixels and :data:`MAX_INLINE_IMAGE_BYTES` (a smaller copy
+        when the stored one is over; the stored one stays whole). ``None`` when it holds
+        no single image, is unknown to this scope, or no size fits the budget.
+        """
+
+        def load() -> ImageArtifact | None:
+            try:
+                if self.task_memory.stats(namespace).kind != "image":
+                    return None
+                artifacts = self.task_memory.load_artifacts(namespace).value
+            except OffpromptError:
+                return None
+            images = [a for a in artifacts if isinstance(a, ImageArtifact)]
+            if len(images) != 1:
+                return None
+            return images[0].within(self.max_output_tokens, MAX_INLINE_IMAGE_BYTES)
+
+        return await asyncio.to_thread(load)
 
     def memory_tools(self) -> list[MemoryTool]:
         """The core's memory tools over this task memory, each output bounded."""

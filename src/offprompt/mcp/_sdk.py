@@ -14,7 +14,10 @@ lines differ, this module bridges them:
 * the protocol version a client asks for in ``initialize``
   (:data:`HANDSHAKE_VERSION`);
 * how a wire dict becomes the SDK's JSON-RPC message (1.x: a ``RootModel``; 2.x: a
-  plain union), see :func:`to_session_message`.
+  plain union), see :func:`to_session_message`, and a notification to the client, see
+  :meth:`Peer.notify`;
+* the capabilities a server advertises beyond what its handlers imply (1.x never
+  advertises ``resources.subscribe``), see :func:`initialization_options`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp import types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.message import SessionMessage
 from pydantic import TypeAdapter
 
@@ -37,6 +40,7 @@ __all__ = [
     "MCPError",
     "Peer",
     "from_session_message",
+    "initialization_options",
     "make_server",
     "mcp_error",
     "to_session_message",
@@ -79,10 +83,14 @@ METHODS: dict[str, tuple[str, str, str]] = {
     "prompts/list": ("ListPromptsRequest", "PaginatedRequestParams", "ListPromptsResult"),
     "prompts/get": ("GetPromptRequest", "GetPromptRequestParams", "GetPromptResult"),
     "completion/complete": ("CompleteRequest", "CompleteRequestParams", "CompleteResult"),
+    "resources/subscribe": ("SubscribeRequest", "SubscribeRequestParams", "EmptyResult"),
+    "resources/unsubscribe": ("UnsubscribeRequest", "UnsubscribeRequestParams", "EmptyResult"),
+    "logging/setLevel": ("SetLevelRequest", "SetLevelRequestParams", "EmptyResult"),
 }
 """The requests a server of this package answers, by method."""
 
 _MESSAGE: TypeAdapter[Any] = TypeAdapter(types.JSONRPCMessage)
+_NOTIFICATION: TypeAdapter[Any] = TypeAdapter(types.ServerNotification)
 
 
 def mcp_error(code: int, message: str) -> Exception:
@@ -98,14 +106,17 @@ class Peer:
     def __init__(self, session: Any) -> None:
         self._session = session
 
-    async def progress(self, params: Mapping[str, Any]) -> None:
-        """Send the client ``notifications/progress`` with these (wire) params."""
-        await self._session.send_progress_notification(
-            params["progressToken"],
-            params["progress"],
-            params.get("total"),
-            params.get("message"),
-        )
+    async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """Send the client one notification given by its wire method and params.
+
+        Raises:
+            pydantic.ValidationError: Not a server notification the SDK knows (the
+                caller decides whether that matters).
+        """
+        wire: dict[str, Any] = {"method": method}
+        if params is not None:
+            wire["params"] = dict(params)
+        await self._session.send_notification(_NOTIFICATION.validate_python(wire))
 
 
 Handler = Callable[[dict[str, Any], Peer], Awaitable[dict[str, Any]]]
@@ -141,6 +152,33 @@ def make_server(
             result_type = getattr(types, result_name)
             server.request_handlers[request_type] = _v1_handler(server, handler, result_type)
     return server
+
+
+def initialization_options(
+    server: Server[Any, Any], mirrored: Mapping[str, Any] | None = None
+) -> Any:
+    """The options ``server.run`` advertises, with the ``listChanged`` and
+    ``resources.subscribe`` flags of ``mirrored`` (a server's wire ``capabilities``) where
+    ``server`` has the capability at all.
+
+    A proxy passes on what its upstream notifies, so it claims what the upstream claims.
+    """
+    mirrored = mirrored or {}
+
+    def flag(capability: str, key: str) -> bool:
+        value = mirrored.get(capability)
+        return isinstance(value, dict) and bool(value.get(key))
+
+    notifications = NotificationOptions(
+        prompts_changed=flag("prompts", "listChanged"),
+        resources_changed=flag("resources", "listChanged"),
+        tools_changed=flag("tools", "listChanged"),
+    )
+    options = server.create_initialization_options(notifications)
+    resources = options.capabilities.resources
+    if resources is not None and flag("resources", "subscribe"):
+        resources.subscribe = True
+    return options
 
 
 def _params(params: Any) -> dict[str, Any]:

@@ -8,14 +8,16 @@ are untyped, and the proxy must not validate or re-shape what it forwards).
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
-from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from offprompt.artifacts import ImageArtifact
 from offprompt.mcp._core import MemoryTool
+from offprompt.mcp._sdk import initialization_options
 from offprompt.mcp._stdio import StdinLines, StdoutPipe, is_pipe
 
 __all__ = ["ToolTable", "run_stdio", "text_result"]
@@ -33,8 +35,14 @@ class ToolTable:
     result with ``isError``; nothing is raised to the client.
     """
 
-    def __init__(self, tools: Sequence[MemoryTool]) -> None:
+    def __init__(
+        self,
+        tools: Sequence[MemoryTool],
+        *,
+        images: Callable[[str], Awaitable[ImageArtifact | None]] | None = None,
+    ) -> None:
         self.tools = {tool.name: tool for tool in tools}
+        self._images = images
 
     def __contains__(self, name: object) -> bool:
         return name in self.tools
@@ -56,7 +64,36 @@ class ToolTable:
         if tool is None:
             return text_result(f"Error: unknown tool {name[:100]!r}.", is_error=True)
         result = await tool.acall(**arguments)
-        return text_result(result.text, is_error=result.is_error)
+        answer = text_result(result.text, is_error=result.is_error)
+        if name == "read_memory" and not result.is_error and _whole(arguments):
+            await self._add_image(answer, arguments.get("artifact_namespace"))
+        return answer
+
+    async def _add_image(self, answer: dict[str, Any], namespace: object) -> None:
+        """``read_memory`` of a stored image also gives the image (bounded: ``images``)."""
+        if self._images is None or not isinstance(namespace, str):
+            return
+        image = await self._images(namespace)
+        if image is None:
+            return
+        answer["content"].append(
+            {"type": "image", "data": image.base64, "mimeType": image.mime_type}
+        )
+        described = answer["content"][0]["text"]
+        if f"{image.width}x{image.height} pixels" not in described:
+            answer["content"].append(
+                {
+                    "type": "text",
+                    "text": f"(Shown scaled to {image.width}x{image.height} "
+                    f"{image.format.upper()} to fit the answer's budget; the stored image "
+                    "is whole.)",
+                }
+            )
+
+
+def _whole(arguments: dict[str, Any]) -> bool:
+    """Whether a ``read_memory`` call asks for the first page (what an image is)."""
+    return arguments.get("page") in (None, 1) and arguments.get("start_line") is None
 
 
 def _stdio() -> tuple[Any, Any]:
@@ -71,12 +108,15 @@ async def run_stdio(
     server: Server[Any, Any],
     *,
     until: Callable[[], Awaitable[None]] | None = None,
+    mirrored: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve ``server`` over this process's stdin/stdout.
 
     Returns when the client closes stdin, or when ``until`` returns (whichever first).
+    ``mirrored``: capabilities (wire dict) whose ``listChanged`` and ``subscribe``
+    flags the server advertises too (a proxy's upstream's).
     """
-    options = server.create_initialization_options(NotificationOptions())
+    options = initialization_options(server, mirrored)
     async with anyio.create_task_group() as group:
 
         async def serve() -> None:

@@ -25,6 +25,12 @@ the upstream exits, the proxy answers what is in flight and exits (code 1); when
 client closes stdin or sends SIGTERM or SIGINT, the proxy closes the upstream's stdin
 and stops its whole process group within about a second, then exits (code 0). Progress
 notifications go on to the client, cancellations from it on to the upstream.
+
+Around the tools: the upstream's log messages (and ``logging/setLevel``), resource
+subscriptions and their updates, and its list-changed notifications pass through, and
+the proxy claims the same ``listChanged``/``subscribe`` flags. MCP tasks left the
+specification, so the proxy claims no ``tasks`` capability and leaves out of the
+listing a tool that can only run as a task.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +51,7 @@ if sys.version_info < (3, 11):  # pragma: no cover
 
 import anyio
 import jsonschema
+import pydantic
 from mcp import StdioServerParameters
 from mcp.server.lowlevel import Server
 
@@ -57,6 +65,7 @@ from offprompt.mcp._client import (
     UpstreamClient,
 )
 from offprompt.mcp._core import CoreBinding, Offloaded, ToolContent, open_task_memory
+from offprompt.mcp._outputs import RESOURCE_NOT_FOUND, StoredOutputs
 from offprompt.mcp._sdk import HANDSHAKE_VERSION, Handler, Peer, make_server, mcp_error
 from offprompt.mcp._server import ToolTable, run_stdio, text_result
 from offprompt.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, Shutdown, upstream_stdio
@@ -83,6 +92,17 @@ REFERENCES_META_KEY = "offprompt/references"
 
 # Once the upstream is gone, how long in-flight calls get to send their error.
 _DRAIN_SECONDS = 5.0
+_WAITING_NOTIFICATIONS = 100
+_PASSED_NOTIFICATIONS = frozenset(
+    {
+        "notifications/progress",
+        "notifications/message",
+        "notifications/resources/updated",
+        "notifications/resources/list_changed",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+    }
+)
 _INTERNAL_ERROR = -32603
 
 
@@ -152,25 +172,41 @@ class _Upstream:
 
 
 class _Notifications:
-    """What the upstream sends besides answers: progress goes on to the client (its
-    token is the client's own, forwarded with the request). Other notifications are
-    not forwarded."""
+    """What the upstream sends besides answers, passed on to the client: progress (its
+    token is the client's own, forwarded with the request), log messages, resource
+    updates and list changes. Until the client's first request shows the proxy its
+    session, they wait (the latest :data:`_WAITING_NOTIFICATIONS`). The upstream's
+    cancellations (they name its own request ids) and unknown methods are dropped.
+    """
 
     def __init__(self) -> None:
-        self.client: Peer | None = None
+        self._client: Peer | None = None
+        self._waiting: deque[dict[str, Any]] = deque(maxlen=_WAITING_NOTIFICATIONS)
+
+    async def reached(self, client: Peer) -> None:
+        """The client this proxy now talks to (each request shows it): send what waited."""
+        self._client = client
+        while self._waiting:
+            await self._send(self._waiting.popleft())
 
     async def __call__(self, message: dict[str, Any]) -> None:
-        params = message.get("params")
-        if (
-            message["method"] == "notifications/progress"
-            and isinstance(params, dict)
-            and self.client is not None
-        ):
-            with contextlib.suppress(
-                anyio.ClosedResourceError, anyio.BrokenResourceError, KeyError
-            ):
-                await self.client.progress(params)
+        if message.get("method") in _PASSED_NOTIFICATIONS:
+            if self._client is None:
+                self._waiting.append(message)
+            else:
+                await self._send(message)
         await anyio.lowlevel.checkpoint()
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self._client is not None
+        params = message.get("params")
+        with contextlib.suppress(
+            anyio.ClosedResourceError, anyio.BrokenResourceError, pydantic.ValidationError
+        ):
+            # A malformed notification of the upstream is its own bug: dropped, not fatal.
+            await self._client.notify(
+                message["method"], params if isinstance(params, dict) else None
+            )
 
 
 class Proxy:
@@ -190,7 +226,8 @@ class Proxy:
         self.upstream = upstream
         self.notifications = notifications
         self.binding = binding
-        self.memory_tools = ToolTable(binding.memory_tools())
+        self.memory_tools = ToolTable(binding.memory_tools(), images=binding.aimage)
+        self.outputs = StoredOutputs(binding, self.memory_tools)
         # The upstream's output schemas, as listed (a swapped structured result must fit).
         self.output_schemas: dict[str, dict[str, Any]] = {}
         info = init.get("serverInfo") or {}
@@ -199,10 +236,23 @@ class Proxy:
             "tools/call": self.call_tool,
         }
         capabilities = init.get("capabilities") or {}
+        self.capabilities: dict[str, Any] = capabilities
+        self.upstream_resources = capabilities.get("resources") is not None
+        # Stored outputs are resources: the proxy serves them whatever the upstream has.
+        handlers.update(
+            {
+                "resources/list": self.list_resources,
+                "resources/templates/list": self.list_resource_templates,
+                "resources/read": self.read_resource,
+            }
+        )
+        if (capabilities.get("resources") or {}).get("subscribe"):
+            handlers["resources/subscribe"] = self._subscription("resources/subscribe")
+            handlers["resources/unsubscribe"] = self._subscription("resources/unsubscribe")
         forwarded = {
-            "resources": ["resources/list", "resources/templates/list", "resources/read"],
             "prompts": ["prompts/list", "prompts/get"],
             "completions": ["completion/complete"],
+            "logging": ["logging/setLevel"],
         }
         for capability, methods in forwarded.items():
             if capabilities.get(capability) is not None:
@@ -226,13 +276,50 @@ class Proxy:
 
     async def _request(self, method: str, params: dict[str, Any], client: Peer) -> dict[str, Any]:
         """Forward a request; the upstream's progress on it goes to this client."""
-        self.notifications.client = client
+        await self.notifications.reached(client)
         return await self.upstream.request(method, params)
+
+    async def list_resources(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        """``resources/list``: the upstream's (stored outputs are not listed: they may be
+        many, and only their links and templates are meant to reach a client)."""
+        if not self.upstream_resources:
+            return {"resources": []}
+        return await self._forward("resources/list")(params, client)
+
+    async def list_resource_templates(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        """``resources/templates/list``: the upstream's, then the stored outputs'."""
+        listed: dict[str, Any] = {"resourceTemplates": []}
+        if self.upstream_resources:
+            listed = await self._forward("resources/templates/list")(params, client)
+        templates = list(listed.get("resourceTemplates") or [])
+        if params.get("cursor") is None:  # the first page
+            templates += self.outputs.templates()
+        return {**listed, "resourceTemplates": templates}
+
+    async def read_resource(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
+        """``resources/read``: a stored output is read here, any other upstream."""
+        if self.outputs.owns(params.get("uri")):
+            return await self.outputs.read(params["uri"])
+        if not self.upstream_resources:
+            raise mcp_error(
+                RESOURCE_NOT_FOUND, f"unknown resource {str(params.get('uri'))[:200]!r}"
+            )
+        return await self._forward("resources/read")(params, client)
+
+    def _subscription(self, method: str) -> Handler:
+        forward = self._forward(method)
+
+        async def handler(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+            if self.outputs.owns(params.get("uri")):
+                return {}  # a stored output never changes: nothing to notify
+            return await forward(params, client)
+
+        return handler
 
     async def list_tools(self, params: dict[str, Any], client: Peer) -> dict[str, Any]:
         """``tools/list``: the upstream server's tools, then the memory tools."""
         listed = await self._forward("tools/list")(params, client)
-        tools = list(listed.get("tools") or [])
+        tools = [tool for tool in listed.get("tools") or [] if not _needs_tasks(tool)]
         for index, tool in enumerate(tools):
             if isinstance(tool.get("outputSchema"), dict):
                 self.output_schemas[tool["name"]] = tool["outputSchema"]
@@ -299,6 +386,7 @@ class Proxy:
                 continue
             references.append(offloaded.reference.to_artifact())
             content.append(_replacement_block(block, offloaded.text))
+            content.append(self.outputs.link(offloaded.reference))
             held = _held_string(block)
             if held is not None:
                 replaced[held] = offloaded
@@ -310,6 +398,7 @@ class Proxy:
                 artifact = stored.reference.to_artifact()
                 if artifact not in references:
                     references.append(artifact)
+                    content.append(self.outputs.link(stored.reference))
             if kept is not structured:
                 update["structuredContent"] = kept
         if not references:
@@ -374,6 +463,18 @@ class Proxy:
         with anyio.move_on_after(_DRAIN_SECONDS):
             await self.upstream.idle.wait()
         await anyio.sleep(0.2)  # let the last responses reach stdout
+
+
+def _needs_tasks(tool: Any) -> bool:
+    """Whether a listed tool can only be called as an MCP task.
+
+    Tasks left the MCP specification (the SDK 1.x marks them deprecated, 2.x has none), so
+    the proxy does not advertise the ``tasks`` capability; a tool that requires it
+    could not be called through the proxy, and a client may reject a listing whose
+    tools need a capability the server lacks. Such a tool is left out of the listing.
+    """
+    execution = tool.get("execution") if isinstance(tool, dict) else None
+    return isinstance(execution, dict) and execution.get("taskSupport") == "required"
 
 
 def _content_of(block: Any) -> ToolContent | None:
@@ -613,7 +714,7 @@ async def _serve(
                 init = await _initialize(client, init_timeout)
                 binding = await opening.binding()
                 proxy = Proxy(_Upstream(client, config.timeout), binding, init, notifications)
-                await run_stdio(proxy.server, until=proxy.wait_gone)
+                await run_stdio(proxy.server, until=proxy.wait_gone, mirrored=proxy.capabilities)
             died = client.gone.is_set() and shutdown.requested is None
             opening.start_close()  # no handler runs any more
             group.cancel_scope.cancel()

@@ -13,7 +13,9 @@ server's scope; like ``offprompt forget`` it asks first: the call without
 ``confirm=true`` only says what would be deleted).
 
 Every tool reaches only the server's scope (``--tenant``/``--user``/``--session``...);
-every output is bounded by ``max_output_tokens``.
+every output is bounded by ``max_output_tokens``. Stored outputs are also resources
+(``offprompt://outputs/...``: :mod:`offprompt.mcp._outputs`), read with the same bound and
+scope; ``read_memory`` of a stored image gives the image too.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from offprompt.mcp._core import (
     MemoryTool,
     open_task_memory,
 )
-from offprompt.mcp._sdk import Peer, make_server
+from offprompt.mcp._outputs import RESOURCE_NOT_FOUND, StoredOutputs
+from offprompt.mcp._sdk import Peer, make_server, mcp_error
 from offprompt.mcp._server import ToolTable, run_stdio
 from offprompt.mcp._stdio import Shutdown
 from offprompt.scope import SCOPE_FIELDS, Scope
@@ -326,7 +329,8 @@ async def run_serve(config: ServeConfig) -> None:
         memory = await anyio.to_thread.run_sync(open_task_memory, config.home, config.scope)
         try:
             binding = CoreBinding(memory, max_output_tokens=config.max_output_tokens)
-            table = ToolTable(build_tools(config, binding))
+            table = ToolTable(build_tools(config, binding), images=binding.aimage)
+            outputs = StoredOutputs(binding, table)
             scope = ", ".join(
                 f"{k}={v}"
                 for k in SCOPE_FIELDS
@@ -339,9 +343,28 @@ async def run_serve(config: ServeConfig) -> None:
             async def call_tool(params: dict[str, Any], client: Peer) -> dict[str, Any]:
                 return await table.call(params["name"], params.get("arguments") or {})
 
+            async def list_resources(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+                return {"resources": []}  # stored outputs: by template (they may be many)
+
+            async def list_templates(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+                return {"resourceTemplates": outputs.templates()}
+
+            async def read_resource(params: dict[str, Any], client: Peer) -> dict[str, Any]:
+                if not outputs.owns(params.get("uri")):
+                    raise mcp_error(
+                        RESOURCE_NOT_FOUND, f"unknown resource {str(params.get('uri'))[:200]!r}"
+                    )
+                return await outputs.read(params["uri"])
+
             server = make_server(
                 "offprompt-memory",
-                {"tools/list": list_tools, "tools/call": call_tool},
+                {
+                    "tools/list": list_tools,
+                    "tools/call": call_tool,
+                    "resources/list": list_resources,
+                    "resources/templates/list": list_templates,
+                    "resources/read": read_resource,
+                },
                 instructions=f"offprompt memory of {config.home}"
                 + (f" (scope {scope})" if scope else "")
                 + ("" if config.allow_write else "; read-only"),

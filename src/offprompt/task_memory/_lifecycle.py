@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from offprompt.errors import (
-    ValidationError,
-)
+from offprompt.errors import ExpiredError, NotFoundError, ValidationError
 from offprompt.names import validate_namespace
 from offprompt.retention import PruneReport, Retained, RetentionPolicy, evict
 from offprompt.scope import Scope
@@ -25,6 +23,21 @@ from offprompt.vectors._scratch import sweep_stale
 
 if TYPE_CHECKING:
     from offprompt.task_memory.task_memory import TaskMemory
+
+
+def missing(memory: TaskMemory, namespace: str) -> NotFoundError:
+    """The error for a namespace the memory cannot read: expired (older than the
+    retention's ``max_age``, not yet pruned) or unknown (never stored, deleted, pruned,
+    or another memory's: no other memory's name is given away)."""
+    found = memory._catalog.get(namespace)
+    age = None if memory.retention is None else memory.retention.age_seconds
+    if found is not None and found.memory == memory.name and age is not None:
+        return ExpiredError(
+            f"namespace {namespace!r} in {memory.name} has expired: it is older than the "
+            f"retention's max_age of {age:g} s and can no longer be read",
+            namespace=namespace,
+        )
+    return NotFoundError(f"namespace {namespace!r} is not in {memory.name}", namespace=namespace)
 
 
 def discard_deleted(memory: TaskMemory, namespace: str, meta: NamespaceMeta) -> None:
