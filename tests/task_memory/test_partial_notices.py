@@ -36,6 +36,20 @@ def test_a_notice_on_line_five_of_a_text_result_is_on_the_card(memory: TaskMemor
     assert card.index("showing 1000 rows") < card.index("first lines")
 
 
+def test_a_notice_at_the_end_of_a_long_line_shows_its_words(memory: TaskMemory) -> None:
+    """Found by bench_mcp_real: the card quoted the first 80 characters of a 160-character
+    SQL line, so the notice at its end never reached the model."""
+    query = (
+        "Query: SELECT id, origin, destination, carrier, value FROM shipments WHERE year = "
+        "2026 AND carrier IN ('Maersk','MSC','ONE') ORDER BY id; showing 1,000 of 9,000 rows"
+    )
+    memory.store_artifact("sql", TextArtifact(f"Shipment query result\n{query}\n" + _rows(1000)))
+    card = memory.describe("sql")
+    assert "showing 1,000 of 9,000 rows" in card
+    (notice,) = [line for line in card.splitlines() if "line 2:" in line]
+    assert notice.lstrip().startswith('"line 2: …') and len(notice) < 140
+
+
 def test_a_notice_in_the_last_lines_is_on_the_card(memory: TaskMemory) -> None:
     memory.store_artifact("log", TextArtifact(_rows(2000) + "\n... 7,000 more rows truncated"))
     assert "line 2001: ... 7,000 more rows truncated" in memory.describe("log")

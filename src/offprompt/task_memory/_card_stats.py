@@ -26,7 +26,12 @@ from offprompt.task_memory.card import (
     sniff_kind,
     tools_for,
 )
-from offprompt.task_memory.notices import HEAD_LINES, TAIL_LINES, partial_notices
+from offprompt.task_memory.notices import (
+    HEAD_LINES,
+    NOTICE_SCAN_CHARS,
+    TAIL_LINES,
+    partial_notices,
+)
 from offprompt.task_memory.storage import (
     ArtifactStorage,
 )
@@ -128,16 +133,21 @@ def fresh_stats(
     view = _reads.namespace_view(memory, namespace, meta, fresh)
     data = view.data
     sample = data[:_SAMPLE_BYTES].decode("utf-8", errors="ignore")
-    pages = 0
+    small = len(data) <= _EXACT_AT_ONCE_BYTES
     if indexed:
         tokens, estimated = meta.tokens, False
-    elif len(data) <= _EXACT_AT_ONCE_BYTES:
+    elif small:
         tokens, estimated = memory.tokenizer.count(data.decode("utf-8")), False
-        # read()'s own page cuts (pages are recounted, so not always tokens/page_tokens)
-        pages = len(view.page_bounds(memory.tokenizer.encoding, memory.page_tokens)) - 1
     else:
         per_byte = memory.tokenizer.count(sample) / max(1, len(sample.encode("utf-8")))
         tokens, estimated = round(per_byte * len(data)), True
+    # read()'s own page cuts (pages end at line ends, so not tokens/page_tokens): all of
+    # them for a small output or one indexed already (its tokens are exact, so must its
+    # pages be), else the first segment's scaled (the one estimate, marked "~").
+    if small or indexed:
+        pages = len(view.page_bounds(memory.tokenizer.encoding, memory.page_tokens)) - 1
+    else:
+        pages = view.estimated_pages(memory.tokenizer.encoding, memory.page_tokens)
     stats = OutputStats(
         bytes=len(data),
         lines=view.lines,
@@ -149,7 +159,9 @@ def fresh_stats(
         tail=view.tail(3) if view.lines > 3 else [],
         indexed=indexed,
         artifacts=len(entries),
-        notices=partial_notices(view.head(HEAD_LINES), view.tail(TAIL_LINES)),
+        notices=partial_notices(
+            view.head(HEAD_LINES, NOTICE_SCAN_CHARS), view.tail(TAIL_LINES, NOTICE_SCAN_CHARS)
+        ),
     )
     all_json = all(e.type == "JsonArtifact" for e in entries)
     kind = "json" if all_json else sniff_kind(sample)

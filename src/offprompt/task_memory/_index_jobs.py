@@ -295,8 +295,9 @@ def index_job(memory: TaskMemory, namespace: str, should_stop: Callable[[], bool
             meta.totals()
             if meta.fully_indexed:
                 stats = dict(meta.stats or {})
-                if stats.get("tokens_estimated") or not stats.get("pages"):
-                    # Until pages_job cuts the real pages (on first need).
+                if not stats.get("pages"):
+                    # Until pages_job cuts the real pages (on first need); the card's
+                    # estimate (TextView.estimated_pages) stays the one stated till then.
                     stats["pages"] = max(1, math.ceil(meta.tokens / memory.page_tokens))
                 stats.update(indexed=True, tokens=meta.tokens, tokens_estimated=False)
                 meta.stats = stats

@@ -7,7 +7,6 @@ and the :class:`~offprompt.task_memory._view_cache.ViewCache`.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -314,9 +313,11 @@ def _page(
     bounds, complete = view.page_bounds_until(memory.tokenizer.encoding, size, page if valid else 1)
     cut = max(1, len(bounds) - 1)
     pages = cut
-    if not complete:  # the rest is not cut yet: the card's estimate, at least one more
-        tokens = int((meta.stats or {}).get("tokens") or meta.tokens or 0)
-        pages = max(cut + 1, math.ceil(tokens / size))
+    stated = int((meta.stats or {}).get("pages") or 0) if size == memory.page_tokens else 0
+    if not complete and meta.pages_exact and stated:
+        pages, complete = stated, True  # cut by another process (pages_job)
+    elif not complete:  # the rest is not cut yet: the card's estimate, at least one more
+        pages = max(cut + 1, stated or view.estimated_pages(memory.tokenizer.encoding, size))
     if not valid or page > cut:
         about = "" if complete else "about "
         raise RangeError(

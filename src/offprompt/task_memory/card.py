@@ -254,7 +254,8 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
     if stats.notices:
         # Before the outline and the previews: a cut result must never look complete.
         out.append("the output says (paging, totals; as JSON strings):")
-        out.extend(f"  {_quote(cut_line(n, width or 80))}" for n in stats.notices)
+        # A notice is short already (the words around its match): quoted whole.
+        out.extend(f"  {_quote(cut_line(n, max(width, 130)))}" for n in stats.notices)
     if stats.json_outline and outline_lines:
         where = (
             f" (JSON from line {stats.body_line}; the lines before it are text)"

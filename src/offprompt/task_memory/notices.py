@@ -24,7 +24,15 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
-__all__ = ["HEAD_LINES", "MAX_DEPTH", "MAX_NOTICES", "TAIL_LINES", "partial_notices"]
+__all__ = [
+    "HEAD_LINES",
+    "MAX_DEPTH",
+    "MAX_NOTICES",
+    "NOTICE_LINE_CHARS",
+    "NOTICE_SCAN_CHARS",
+    "TAIL_LINES",
+    "partial_notices",
+]
 
 #: Lines at the start and at the end of a text output read for notices.
 HEAD_LINES = 20
@@ -35,6 +43,10 @@ MAX_NOTICES = 5
 _MAX_NODES = 2000
 _KEYS_PER_OBJECT = 200
 _NOTICE_CHARS = 160
+#: Characters of each head and tail line searched for a notice.
+NOTICE_SCAN_CHARS = 2000
+#: Characters of a text line a notice quotes (around the words that make it a notice).
+NOTICE_LINE_CHARS = 100
 
 _NUMBER = r"\d[\d,.]*"
 _TEXT_NOTICE = re.compile(
@@ -74,12 +86,24 @@ def _cut(text: str) -> str:
     return text if len(text) <= _NOTICE_CHARS else text[:_NOTICE_CHARS] + "…"
 
 
+def _around(line: str, match: re.Match[str]) -> str:
+    """``line``, or the part of it around ``match`` when it is long: a notice at the end
+    of a long SQL line must show its words, not the line's start."""
+    if len(line) <= NOTICE_LINE_CHARS:
+        return line
+    start = max(0, min(match.start() - NOTICE_LINE_CHARS // 3, len(line) - NOTICE_LINE_CHARS))
+    end = start + NOTICE_LINE_CHARS
+    return ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
+
+
 def _text_notices(lines: Sequence[tuple[int, str]]) -> list[str]:
-    return [
-        f"line {number}: {_cut(line.strip())}"
-        for number, line in lines
-        if line.strip() and _TEXT_NOTICE.search(line)
-    ]
+    found = []
+    for number, line in lines:
+        stripped = line.strip()
+        match = _TEXT_NOTICE.search(stripped) if stripped else None
+        if match is not None:
+            found.append(f"line {number}: {_around(stripped, match)}")
+    return found
 
 
 def _paging_key(key: str) -> bool:

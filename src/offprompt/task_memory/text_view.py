@@ -240,32 +240,32 @@ class TextView:
         last = self.line_start(end)
         return self.data[first:last].decode("utf-8"), start, end
 
-    def _context_line(self, start: int, end: int) -> str:
-        piece = self.data[start : min(end, start + LINE_PREVIEW_CHARS * 4)]
+    def _context_line(self, start: int, end: int, chars: int = LINE_PREVIEW_CHARS) -> str:
+        piece = self.data[start : min(end, start + chars * 4)]
         text = _decode(piece)
         cut = end - start > len(piece)
-        if len(text) > LINE_PREVIEW_CHARS or cut:
-            return text[:LINE_PREVIEW_CHARS] + "…"
+        if len(text) > chars or cut:
+            return text[:chars] + "…"
         return text
 
-    def head(self, n: int) -> list[tuple[int, str]]:
-        """The first ``n`` lines, each cut to a bounded length."""
+    def head(self, n: int, chars: int = LINE_PREVIEW_CHARS) -> list[tuple[int, str]]:
+        """The first ``n`` lines, each cut to ``chars`` characters."""
         out: list[tuple[int, str]] = []
         pos = 0
         for number in range(1, min(n, self.lines) + 1):
             start, end = self._line_at(pos)
-            out.append((number, self._context_line(start, end)))
+            out.append((number, self._context_line(start, end, chars)))
             pos = end + 1
         return out
 
-    def tail(self, n: int) -> list[tuple[int, str]]:
-        """The last ``n`` lines, each cut to a bounded length."""
+    def tail(self, n: int, chars: int = LINE_PREVIEW_CHARS) -> list[tuple[int, str]]:
+        """The last ``n`` lines, each cut to ``chars`` characters."""
         out: list[tuple[int, str]] = []
         end = len(self.data) - (1 if self.data.endswith(b"\n") else 0)
         number = self.lines
         while number >= 1 and len(out) < n:
             start = self.data.rfind(b"\n", 0, end) + 1
-            out.append((number, self._context_line(start, end)))
+            out.append((number, self._context_line(start, end, chars)))
             end = start - 1
             number -= 1
         return out[::-1]
@@ -409,6 +409,17 @@ class TextView:
         the text, not on which page was asked for first.)
         """
         return self.page_bounds_until(encoding, page_tokens, None)[0]
+
+    def estimated_pages(self, encoding: Any, page_tokens: int) -> int:
+        """The page count of :meth:`page_bounds` without cutting them all: exact when
+        they are cut, else the pages cut so far (at least the first segment's) scaled
+        by bytes to the whole text. The one estimate the card, ``read`` and the tools
+        state until the exact count is known."""
+        bounds, complete = self.page_bounds_until(encoding, page_tokens, 1)
+        cut = len(bounds) - 1
+        if complete:
+            return cut
+        return max(cut + 1, -(-cut * len(self.data) // max(1, bounds[-1])))
 
     def page_bounds_until(
         self, encoding: Any, page_tokens: int, page: int | None
