@@ -62,7 +62,7 @@ format: setup
 	$(BIN)/ruff check --fix $(SOURCES) tests integrations examples benchmarks scripts
 	$(BIN)/ruff format $(SOURCES) tests integrations examples benchmarks scripts
 
-bench: setup
+bench: setup $(NPM_STAMP)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements-bench.txt
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
