@@ -190,7 +190,18 @@ def test_query_and_summarize(tools: dict[str, MemoryToolSpec], memory: TaskMemor
     assert hits.startswith('2 passage(s) from artifact_namespace "logs-1"')
     assert "req=1234 FAILED" in best.value
     assert f"[1] (page {best.meta['page']})\n{best.value[:200]}" in hits
+    # no summarizer given: an excerpt that says so, with the one failed request, numbered
     summary = run(tools, "summarize_memory", artifact_namespace="logs-1")
+    assert summary.startswith('Excerpt of artifact_namespace "logs-1" (no model was given')
+    assert f"\n1235: {LOGS.splitlines()[1234]}\n" in summary
+    assert memory.tokenizer.count(summary) <= BOUND
+    # a summarizer given: its summary, as before
+    from offprompt.summarizers import ExtractiveSummarizer
+
+    extractive = memory_tool_specs(
+        memory, summarizer=ExtractiveSummarizer(), max_output_tokens=BOUND
+    )
+    summary = extractive[-1].call(artifact_namespace="logs-1").text
     assert summary.startswith('Summary of artifact_namespace "logs-1":\n') and len(summary) > 60
 
 

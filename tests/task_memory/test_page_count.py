@@ -4,6 +4,7 @@ until the pages are cut, then the exact count, the same in each."""
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
@@ -14,19 +15,13 @@ from offprompt.errors import RangeError
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.tools import memory_tool_specs
 
-LOG = Path("/work/shared/data/loghub-dev/BGL_2k.log")
+LOG = Path(__file__).parent / "fixtures" / "loghub" / "BGL_2k.log.gz"
 
 
 def _log_text() -> str:
-    # 2,000 real log lines, ~315 KB: above the size whose pages the card cuts at once.
-    source = LOG if LOG.is_file() else None
-    if source is None:
-        lines = [
-            f"- 11178{i:05d} 2005.06.03 R02-M1-N0-C:J12-U11 RAS KERNEL INFO {i} " + "x" * 100
-            for i in range(2000)
-        ]
-        return "\n".join(lines) + "\n"
-    return source.read_text(encoding="utf-8")
+    # 2,000 real log lines (Loghub's BGL sample), ~315 KB: above the size whose pages
+    # the card cuts at once.
+    return gzip.decompress(LOG.read_bytes()).decode("utf-8")
 
 
 @pytest.mark.parametrize("index", ["sync", "background"])

@@ -310,9 +310,14 @@ async def test_summarize_and_asummarize_share_one_page_plan(memory: TaskMemory) 
     for namespace, pages in (("one", 1), ("many", None)):
         sync = memory.summarize(namespace, summarizer, max_tokens=60)
         both = await memory.asummarize(namespace, summarizer, max_tokens=60)
-        default = await memory.asummarize(namespace, max_tokens=60)
-        assert sync.value == both.value == default.value
-        assert sync.meta == both.meta == default.meta
+        assert sync.value == both.value
+        assert sync.meta == both.meta
+        # without a summarizer: the excerpt, the same from both twins
+        excerpt = memory.summarize(namespace, max_tokens=120)
+        default = await memory.asummarize(namespace, max_tokens=120)
+        assert excerpt.value == default.value and excerpt.meta == default.meta
+        assert default.value.startswith(f'Excerpt of artifact_namespace "{namespace}"')
+        assert default.meta["excerpt"] == "lines" and default.meta["tool"] == "ci"
         assert sync.meta["tool"] == "ci" and sync.meta["pages"] >= 1
         if pages is not None:
             assert sync.meta["pages"] == pages

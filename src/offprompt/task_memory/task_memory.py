@@ -55,7 +55,7 @@ from offprompt.names import validate_namespace
 from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import BaseStore
-from offprompt.summarizers import ExtractiveSummarizer, TextSummarizer
+from offprompt.summarizers import TextSummarizer
 from offprompt.task_memory import (
     _card_stats,
     _commit,
@@ -63,6 +63,7 @@ from offprompt.task_memory import (
     _layout,
     _lifecycle,
     _reads,
+    excerpt,
     json_view,
 )
 from offprompt.task_memory._commit import EMPTY_OUTPUT
@@ -76,11 +77,7 @@ from offprompt.task_memory.catalog import StoreBlobStore, StoreCatalog, VectorCa
 from offprompt.task_memory.indexing import BackgroundIndexer
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
 from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
-from offprompt.task_memory.storage import (
-    ArtifactStorage,
-    BlobArtifactStorage,
-    TextArtifactStorage,
-)
+from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
 from offprompt.task_memory.text_view import GrepResult
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
@@ -385,9 +382,7 @@ class TaskMemory:
     def _require(self, namespace: str) -> NamespaceMeta:
         meta = self._meta(namespace)
         if meta is None:
-            raise NotFoundError(
-                f"namespace {namespace!r} is not in {self.name}", namespace=namespace
-            )
+            raise _lifecycle.missing(self, namespace)
         return meta
 
     # ------------------------------------------------------------------ writing
@@ -452,7 +447,10 @@ class TaskMemory:
         Returns:
             ``InfoArtifact`` with :meth:`reference_text` when stored;
             ``InfoArtifact("tool output is empty")`` for empty output; the artifact
-            itself when it is text below ``min_tokens`` and not ``sensitive``;
+            itself when it is text below ``min_tokens`` and not ``sensitive``, or
+            (with ``min_tokens`` > 0, not ``sensitive``) smaller than even the bare
+            sentence: then nothing is stored. Under ``min_tokens`` > 0 the reference
+            (its card cut to fit) always has fewer tokens than the output;
             ``ErrorArtifact`` when it cannot be stored (bad namespace, mixed list,
             a namespace already used by another storage).
         """
@@ -739,14 +737,16 @@ class TaskMemory:
         *,
         max_tokens: int | None = None,
     ) -> TextArtifact:
-        """A summary of ``namespace``'s text, page by page then combined for long outputs.
-
-        ``meta`` holds ``pages`` (the pages summarized) and ``tool``, for one page too.
+        """``summarizer``'s summary of ``namespace``, page by page then combined for long
+        outputs (``meta``: ``pages``, ``tool``). Without one, not a summary but an excerpt
+        that says so (:func:`offprompt.task_memory.excerpt.excerpt`; ``meta["excerpt"]``):
+        the first, last, rare and error lines, numbered; for data, its fields and rows.
 
         Raises:
             NotFoundError: Unknown namespace.
         """
-        summarizer = summarizer or ExtractiveSummarizer(tokenizer=self.tokenizer)
+        if summarizer is None:
+            return excerpt.excerpt(self, namespace, max_tokens=max_tokens)
         plan = self._summary_plan(namespace)
         parts = [summarizer.summarize_text(plan.first, max_tokens=max_tokens)]
         for page in plan.rest:

@@ -6,7 +6,8 @@
 * ``grep_memory``: exact search, matching lines with their line numbers;
 * ``read_memory``: one page, or a range of lines;
 * ``json_memory``: the outline of a JSON output, or a JMESPath query on it;
-* ``summarize_memory``: a summary.
+* ``summarize_memory``: a summary (with no summarizer given, an excerpt that says so:
+  the first, last, rare and error lines, or the fields and first rows of data).
 
 LangChain's ``task_memory_tools()``, LlamaIndex's ``TaskMemoryToolSpec`` and
 ``OffpromptMiddleware`` expose exactly these (same names, argument names, descriptions
@@ -29,11 +30,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from offprompt.errors import NamespaceError, OffpromptError, ValidationError
+from offprompt.errors import ExpiredError, NamespaceError, OffpromptError, ValidationError
+from offprompt.task_memory import _lifecycle
 from offprompt.task_memory.offload import ACTIVITY, DEFAULT_MAX_OUTPUT_TOKENS, bound_text
 from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
+    from offprompt.artifacts import TextArtifact
     from offprompt.summarizers import TextSummarizer
     from offprompt.task_memory.task_memory import TaskMemory
 
@@ -336,6 +339,12 @@ class _Tools:
             known_namespace = memory.has_namespace(args.artifact_namespace)
         except NamespaceError:
             known_namespace = False
+        else:
+            missing = (
+                None if known_namespace else _lifecycle.missing(memory, args.artifact_namespace)
+            )
+            if isinstance(missing, ExpiredError):
+                raise _ModelError(f"{missing} (it was stored; it is gone, not misnamed).")
         if not known_namespace:
             # Never list the memory's namespaces: they may belong to other conversations.
             raise _ModelError(
@@ -433,21 +442,29 @@ class _Tools:
         return f'Result of {quoted} on artifact_namespace "{namespace}":\n{text}'
 
     def _budget(self) -> int:
+        if self.summarizer is None:  # the excerpt's own header is in its budget
+            return self.summary_tokens or self.max_output_tokens
         return self.summary_tokens or max(1, self.max_output_tokens - 40)
+
+    @staticmethod
+    def _summary_text(namespace: str, summary: TextArtifact) -> str:
+        if summary.meta.get("excerpt"):  # says itself that it is an excerpt, of what
+            return summary.value
+        return f'Summary of artifact_namespace "{namespace}":\n{summary.value}'
 
     def summarize(self, args: SummarizeMemoryArgs) -> str:
         memory = self.resolve(args)
         summary = memory.summarize(
             args.artifact_namespace, self.summarizer, max_tokens=self._budget()
         )
-        return f'Summary of artifact_namespace "{args.artifact_namespace}":\n{summary.value}'
+        return self._summary_text(args.artifact_namespace, summary)
 
     async def asummarize(self, args: SummarizeMemoryArgs) -> str:
         memory = await asyncio.to_thread(self.resolve, args)
         summary = await memory.asummarize(
             args.artifact_namespace, self.summarizer, max_tokens=self._budget()
         )
-        return f'Summary of artifact_namespace "{args.artifact_namespace}":\n{summary.value}'
+        return self._summary_text(args.artifact_namespace, summary)
 
 
 def memory_tool_specs(
@@ -463,10 +480,12 @@ def memory_tool_specs(
     Args:
         task_memory: One memory, or several told apart by their ``name`` (the model
             passes the ``memory_name`` of the reference; it may omit it with one memory).
-        summarizer: Used by ``summarize_memory`` (extractive and offline by default).
+        summarizer: Used by ``summarize_memory``; without one, ``summarize_memory``
+            answers an excerpt that says so (see :mod:`offprompt.task_memory.excerpt`).
         max_output_tokens: Bound of every answer, errors included.
         top_n: Passages ``query_memory`` returns when the model does not say.
-        summary_tokens: Budget of a summary (about ``max_output_tokens`` by default).
+        summary_tokens: Budget of a summary (about ``max_output_tokens`` by default; an
+            excerpt's, with its header).
 
     Raises:
         ValidationError: No memory, two memories with one name, or a bad bound.
@@ -564,7 +583,11 @@ def memory_tool_specs(
         ),
         MemoryToolSpec(
             "summarize_memory",
-            f"Summarize a tool output that was stored in memory. {_WHERE}",
+            f"Summarize a tool output that was stored in memory. {_WHERE}"
+            if summarizer is not None
+            else "Overview of a tool output that was stored in memory, without a model (so "
+            "not a summary): its first, last, rare and error lines, numbered; for tabular or "
+            f"JSON data its fields, their values and the first rows. {_WHERE}",
             SummarizeMemoryArgs,
             tools.summarize,
             ahandler=tools.asummarize if summarizer is not None else None,
