@@ -131,8 +131,15 @@ async def test_an_image_costly_in_pixels_is_stored_once_and_structured_content_p
     home: Path, files: Path
 ) -> None:
     server = reference_server("filesystem", str(files))
+    # An image costs at most 765 tokens of pixels, below the default threshold (1,200):
+    # the rule under test needs a threshold it can pass.
     direct, _, proxied, _ = await call_both(
-        server, home, "read_media_file", {"path": str(files / "flat-1024.png")}
+        server,
+        home,
+        "read_media_file",
+        {"path": str(files / "flat-1024.png")},
+        "--min-tokens",
+        "500",
     )
     assert len(direct["content"][0]["data"]) < 10_000  # small in bytes, large in pixels
     block, link = proxied["content"]
@@ -338,7 +345,8 @@ async def test_a_stored_image_reads_back_as_an_image_bounded_to_the_budget(
 
     server = reference_server("filesystem", str(files))
     original = (files / "flat-1024.png").read_bytes()
-    async with connect(proxy_of(home, server)) as session:
+    # 765 tokens of pixels, below the default threshold (1,200): stored at 500.
+    async with connect(proxy_of(home, server, "--min-tokens", "500")) as session:
         result = await session.call_tool("read_media_file", {"path": str(files / "flat-1024.png")})
         (reference,) = references(wire(result))
         namespace = reference["artifact_namespace"]

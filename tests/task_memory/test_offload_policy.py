@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 
 import pytest
 
@@ -224,3 +225,105 @@ def test_a_tool_output_with_lone_surrogates_is_stored_escaped(
     assert stored.value == raw.replace("\udcff", "\\udcff")
     with pytest.raises(ValidationError, match="lone surrogate"):
         TextArtifact(raw)  # given by the caller: refused
+
+
+# -- the break-even threshold and the guard (issue 42, item 4) ---------------------------
+
+
+@pytest.fixture
+def fresh() -> Iterator[TaskMemory]:
+    with TaskMemory(index="sync") as memory:
+        yield memory
+
+
+def _prefix(memory: TaskMemory, tokens: int) -> str:
+    """The longest whole-line prefix of LOG with at most ``tokens`` tokens."""
+    lines = LOG.splitlines(keepends=True)
+    text = ""
+    for line in lines:
+        if memory.tokenizer.count(text + line) > tokens:
+            break
+        text += line
+    return text
+
+
+def test_the_default_threshold_is_the_measured_break_even(memory: TaskMemory) -> None:
+    from offprompt.task_memory.offload import DEFAULT_MIN_TOKENS
+
+    # benchmarks/RESULTS_break_even.md: card + one read <= 0.75x the output from here on
+    assert DEFAULT_MIN_TOKENS == 1200
+    policy = OffloadPolicy(memory, min_tokens=DEFAULT_MIN_TOKENS)  # the adapters' default
+    output = _prefix(memory, 700)
+    assert 650 <= memory.tokenizer.count(output) <= 700
+    passed = policy.offload("fetch", output)
+    assert passed.text == output and passed.reference is None  # cheaper inline
+    larger = _prefix(memory, 1300)
+    stored = policy.offload("fetch", larger)
+    assert stored.reference is not None and stored.reference.tokens >= DEFAULT_MIN_TOKENS
+    assert memory.tokenizer.count(stored.text) <= memory.preview_tokens
+
+
+def test_a_result_smaller_than_its_reference_passes_unchanged_and_unstored(
+    fresh: TaskMemory,
+) -> None:
+    memory = fresh
+    output = "disk full on node 7"  # 5 tokens; the bare sentence alone is ~30
+    info = memory.process_output("df", "call", TextArtifact(output, name="df-1"), min_tokens=1)
+    assert isinstance(info, TextArtifact) and info.value == output
+    assert not memory.has_namespace("df-1")  # decided before storing: nothing orphaned
+    out = OffloadPolicy(memory, min_tokens=1).offload("df", output)
+    assert out.text == output and out.reference is None
+    assert memory.namespaces() == []
+
+
+def test_a_card_larger_than_the_result_shrinks_below_it(fresh: TaskMemory) -> None:
+    memory = fresh
+    count = memory.tokenizer.count
+    output = _prefix(memory, 120)  # the full card would be ~250 tokens
+    out = OffloadPolicy(memory, min_tokens=50).offload("fetch", output)
+    assert out.reference is not None
+    assert out.text.startswith(memory.reference_text("fetch", ACTIVITY, out.reference.namespace))
+    assert count(out.text) < count(output)
+    assert memory.load_artifacts(out.reference.namespace).value[0].value == output
+
+
+@pytest.mark.parametrize("is_error", [False, True])
+def test_a_stored_result_never_reaches_the_model_larger_than_itself(
+    fresh: TaskMemory, is_error: bool
+) -> None:
+    memory = fresh
+    count = memory.tokenizer.count
+    policy = OffloadPolicy(memory, min_tokens=1)
+    lines = LOG.splitlines(keepends=True)
+    for n in (1, 2, 3, 5, 8, 12, 20, 30):
+        output = "ValueError: batch rejected\n" * is_error + "".join(lines[:n])
+        out = policy.offload("fetch", output, is_error=is_error)
+        if out.reference is None:
+            assert out.text == output
+        else:
+            assert count(out.text) < count(output), n
+    assert policy.offload("fetch", "".join(lines[:30]), is_error=is_error).reference is not None
+
+
+def test_a_small_sensitive_result_is_still_stored(fresh: TaskMemory) -> None:
+    from offprompt.task_memory.offload import DEFAULT_MIN_TOKENS
+
+    memory = fresh
+    out = OffloadPolicy(memory, min_tokens=DEFAULT_MIN_TOKENS, sensitive=True).offload(
+        "vault", "pin 4321"
+    )
+    # The reference is larger than the result, but the result must never reach the model.
+    assert out.reference is not None and out.reference.sensitive and "4321" not in out.text
+    assert memory.tokenizer.count(out.text) > memory.tokenizer.count("pin 4321")
+    assert memory.load_artifacts(out.reference.namespace).value[0].value == "pin 4321"
+    info = memory.process_output(
+        "vault", "call", TextArtifact("pin 1", name="v-1"), sensitive=True, min_tokens=1200
+    )
+    assert "artifact_namespace" in info.meta and "pin 1" not in info.to_text()
+
+
+def test_min_tokens_zero_still_references_every_output(fresh: TaskMemory) -> None:
+    memory = fresh  # min_tokens=0: the explicit "store everything"
+    info = memory.process_output("df", "call", TextArtifact("disk full", name="df-1"))
+    assert info.to_text().startswith(memory.reference_text("df", "call", "df-1"))
+    assert OffloadPolicy(memory, min_tokens=0).offload("df", "ok").reference is not None

@@ -89,6 +89,18 @@ def test_small_output_passes_through_unchanged(memory: TaskMemory) -> None:
     assert set(memory.namespaces()) == before
 
 
+def test_by_default_an_output_below_the_break_even_passes(memory: TaskMemory) -> None:
+    # DEFAULT_MIN_TOKENS (1,200): card + one read cost more than ~700 tokens inline
+    wrapped = offprompt_tool(report, memory)
+    before = set(memory.namespaces())
+    small = wrapped.invoke(call("report", {"size": 700}))
+    assert 650 <= memory.tokenizer.count(small.content) < 1200
+    assert small.content == "ok " * 700 and small.artifact["offprompt"] == "inline"
+    assert set(memory.namespaces()) == before
+    large = wrapped.invoke(call("report", {"size": 1500}))
+    assert large.content.startswith("Output of ") and large.artifact["offprompt"] == "stored"
+
+
 def test_sensitive_output_is_stored_however_small(memory: TaskMemory) -> None:
     wrapped = offprompt_tool(report, memory, min_tokens=10_000, sensitive=True)
     message = wrapped.invoke(call("report", {"size": 1}))

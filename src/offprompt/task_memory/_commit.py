@@ -447,13 +447,27 @@ def offload(
     if is_empty(artifact):
         return InfoArtifact(value=EMPTY_OUTPUT)
     threshold = memory.min_tokens if min_tokens is None else min_tokens
-    if not sensitive and threshold > 0 and isinstance(artifact, TextArtifact):
-        text = artifact.value
-        # A token is at most ~a few dozen characters in practice; skip counting huge text.
-        if len(text) < threshold * 32 and memory.tokenizer.count(text) < threshold:
-            return artifact
     namespace = artifact.name
     sentence = memory.reference_text(tool_name, activity_name, namespace)
+    count = memory.tokenizer.count
+    # The most tokens the reference may have. Under the size rule (a text output, not
+    # sensitive, min_tokens > 0) that is fewer than the output's own: a stored output
+    # never reaches the model as something larger than itself. min_tokens=0 asks for a
+    # reference to every output, and a sensitive output must never reach the model.
+    limit = memory.preview_tokens
+    if not sensitive and threshold > 0 and isinstance(artifact, TextArtifact):
+        text = artifact.value
+        # A token is at most ~a few dozen characters in practice: skip counting text
+        # longer than the threshold and any reference, however it is cut.
+        if len(text) < max(threshold, limit, count(sentence)) * 32:
+            tokens = count(text)
+            if tokens < threshold:
+                return artifact
+            if count(sentence) >= tokens:
+                # Not even the bare sentence is smaller: the output passes unchanged.
+                # Decided before storing, so no stored copy is left unreferenced.
+                return artifact
+            limit = min(limit, tokens - 1)  # the card shrinks (or goes) to fit below
     if context is not None and not context.answer:
         # Later steps read where the output went (Griptape fills it in the same way).
         context.answer = sentence
@@ -476,10 +490,14 @@ def offload(
     stats = OutputStats.model_validate(meta.stats)
     value = sentence
     if memory.preview if preview is None else preview:
-        budget = memory.preview_tokens - memory.tokenizer.count(sentence + "\n")
-        card = render_card(stats, max_tokens=budget, count=memory.tokenizer.count)
+        budget = limit - count(sentence + "\n")
+        card = render_card(stats, max_tokens=budget, count=count)
         if card:
             value = f"{sentence}\n{card}"
+            if limit < memory.preview_tokens and count(value) > limit:
+                # The parts fit but their join counts more (a token across the newline):
+                # the bare sentence, which was checked to be smaller than the output.
+                value = sentence
     # Indexing starts once the reference is ready: the worker's first steps would
     # otherwise hold the GIL while the card is rendered.
     after_store(memory, namespace, meta, unindexed)

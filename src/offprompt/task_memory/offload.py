@@ -12,7 +12,12 @@ Rules:
 * An output of at least ``min_tokens`` tokens, or any non-empty output when
   ``sensitive``, is stored; the model gets the reference (the sentence of
   :data:`~offprompt.task_memory.REFERENCE_TEMPLATE`, then the card, when the memory has
-  ``preview=True``). Smaller outputs pass through unchanged (``reference=None``).
+  ``preview=True``). Smaller outputs pass through unchanged (``reference=None``). The
+  default threshold is the measured break-even (:data:`DEFAULT_MIN_TOKENS`).
+* A stored output that is not sensitive never reaches the model as something larger
+  than itself: the card shrinks to stay below the output's tokens, and an output (or
+  error, with its first line and size) that even the bare reference would not shrink
+  passes unchanged. ``min_tokens=0`` asks for a reference to every output.
 * An error goes through the same rule: a large (or sensitive) error is stored and the
   model sees the error's first line (quoted as data, at most :data:`ERROR_LINE_CHARS`
   characters), its size, then the bare reference sentence (no card). A sensitive
@@ -82,8 +87,18 @@ __all__ = [
 ACTIVITY = "call"
 """The activity named in every reference: ``Output of "{tool}.call" was stored ...``."""
 
-DEFAULT_MIN_TOKENS = 500
-"""The threshold LangChain's ``offprompt_tool`` and the middleware default to."""
+DEFAULT_MIN_TOKENS = 1200
+"""The threshold LangChain's ``offprompt_tool``, the middleware and the MCP proxy default
+to: the measured break-even of storing an output (``benchmarks/bench_break_even.py``,
+``benchmarks/RESULTS_break_even.md``).
+
+Storing costs the model the reference (sentence and card, about 250 tokens) plus, to
+get a fact back, one memory-tool answer: a ``grep_memory`` for a line's key (about 120)
+or a ``read_memory`` page 1 (the whole output up to a page, about 975). Over 41 real
+outputs (Loghub logs and CSVs, LoCoMo JSON, directory listings, tables), card plus
+the mean of those two reads is at most 0.75x the raw output for 97% of them at 1,200
+tokens and for all from 1,500 on, but for 10% at 1,000 and none at 700 or below (at
+500 storing costs 1.17x the output, median). Below this an output is cheaper inline."""
 
 DEFAULT_MAX_OUTPUT_TOKENS = 1000
 """Bound of what one memory tool call or one offloaded reference may send the model."""
@@ -461,6 +476,18 @@ class OffloadPolicy:
         text = str(result.value)
         if is_error:
             text = self._error_text(output, reference, text)
+            count = memory.tokenizer.count
+            # Its first line and size come on top of the sentence, which alone was kept
+            # below the error's size: a short error (a low min_tokens) could still come
+            # out larger. It then passes as it is; the stored copy stays (nothing stored
+            # is dropped, and the model has the whole error anyway).
+            if (
+                not secret
+                and self.min_tokens > 0
+                and len(output) < 32 * self.max_output_tokens
+                and count(text) >= count(output)
+            ):
+                return Offloaded(output, None)
         return Offloaded(self._bound(text), reference)
 
     async def aoffload(
