@@ -148,7 +148,7 @@ def assert_quiet(log: str) -> None:
         assert sign not in log, f"{sign!r} on the client's stderr:\n{log}"
 
 
-WAYS = ["stdin", "SIGTERM", "SIGINT"]
+WAYS = ["stdin", "SIGTERM", "SIGINT", "SIGHUP"]
 
 
 @pytest.mark.parametrize("way", WAYS)

@@ -15,7 +15,7 @@ SDK's), and its messages are plain JSON-RPC dicts (what
 shutdown fits the 2 s that MCP clients give a server between closing its stdin and
 SIGTERM (the SDK's takes up to 4 s): :func:`_stop_group`. :class:`StdinLines` and
 :class:`StdoutPipe` are the server side's stdin and stdout on the event loop, and
-:class:`Shutdown` turns SIGTERM and SIGINT into a clean stop.
+:class:`Shutdown` turns SIGTERM, SIGINT and SIGHUP into a clean stop.
 """
 
 from __future__ import annotations
@@ -482,8 +482,15 @@ class _StderrPump:
         return write_fd
 
 
+# SIGHUP too: the terminal or the client's session went away (closing the window a
+# client ran in); the default action would leave the upstream's group running.
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)
+)
+
+
 class Shutdown:
-    """SIGTERM and SIGINT as a request to stop cleanly.
+    """SIGTERM, SIGINT and SIGHUP as a request to stop cleanly.
 
     What runs in :meth:`cancelling` is cancelled when one of them comes (at once, if
     one came before); what follows it (the upstream's shutdown, closing the memory)
@@ -517,7 +524,7 @@ class Shutdown:
 
     @contextlib.asynccontextmanager
     async def handling(self) -> AsyncIterator[Shutdown]:
-        """Handle SIGTERM and SIGINT (by :meth:`request`) inside the block."""
+        """Handle SIGTERM, SIGINT and SIGHUP (by :meth:`request`) inside the block."""
         async with anyio.create_task_group() as group:
             await group.start(self._watch)
             try:
@@ -528,9 +535,7 @@ class Shutdown:
     async def _watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with contextlib.ExitStack() as stack:
             try:
-                signals = stack.enter_context(
-                    anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT)
-                )
+                signals = stack.enter_context(anyio.open_signal_receiver(*_STOP_SIGNALS))
             except (NotImplementedError, ValueError, RuntimeError):  # pragma: no cover
                 task_status.started()
                 await anyio.sleep_forever()

@@ -22,7 +22,7 @@ Faults: a call the upstream does not answer within ``timeout`` seconds (it is th
 cancelled upstream), or that the upstream cannot finish because it exited, or whose
 answer is longer than ``max_message_bytes``, comes back as a tool error saying so. When
 the upstream exits, the proxy answers what is in flight and exits (code 1); when the
-client closes stdin or sends SIGTERM or SIGINT, the proxy closes the upstream's stdin
+client closes stdin or sends SIGTERM, SIGINT or SIGHUP, the proxy closes the upstream's stdin
 and stops its whole process group within about a second, then exits (code 0). Progress
 notifications go on to the client, cancellations from it on to the upstream.
 
@@ -613,7 +613,7 @@ async def run_proxy(config: ProxyConfig) -> None:
     """Run the proxy until the client or the upstream server goes away.
 
     The home's task memory opens while the upstream server starts (both take seconds).
-    The client leaving is its closing stdin, or SIGTERM or SIGINT: either way the
+    The client leaving is its closing stdin, or SIGTERM, SIGINT or SIGHUP: either way the
     proxy stops the upstream's whole process group within about a second (the
     clients' 2 s between closing stdin and SIGTERM) and returns, and the command
     exits 0.

@@ -319,7 +319,7 @@ def build_tools(config: ServeConfig, binding: CoreBinding) -> list[MemoryTool]:
 
 async def run_serve(config: ServeConfig) -> None:
     """Serve the home's memory over stdio until the client closes stdin, or sends
-    SIGTERM or SIGINT (then the memory is closed and the command exits 0, as the
+    SIGTERM, SIGINT or SIGHUP (then the memory is closed and the command exits 0, as the
     proxy's: :func:`~offprompt.mcp.proxy.run_proxy`).
 
     Raises:
