@@ -60,6 +60,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from bench_mcp import _children, _cpu_seconds  # the same /proc readings as bench_mcp
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from PIL import Image
@@ -1052,22 +1053,6 @@ async def latency(
         cpu += _cpu_seconds(proxy_pid) - before
     times["proxy_cpu"] = [cpu / len(times["proxy"])]
     return times
-
-
-def _children() -> dict[int, str]:
-    """This process's child processes (Linux ``/proc``): pid -> command line."""
-    found: dict[int, str] = {}
-    for task in Path("/proc/self/task").iterdir():
-        for pid in (task / "children").read_text().split():
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            found[int(pid)] = cmdline.decode(errors="replace")
-    return found
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far (``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:

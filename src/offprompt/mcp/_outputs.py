@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote
 
 from offprompt.mcp._core import CoreBinding, StoredReference
 from offprompt.mcp._sdk import MAJOR, mcp_error
-from offprompt.mcp._server import ToolTable
+from offprompt.mcp._server import ToolTable, describes_image
 
 __all__ = ["RESOURCE_NOT_FOUND", "URI_PREFIX", "StoredOutputs"]
 
@@ -128,7 +128,8 @@ class StoredOutputs:
         if answer.get("isError"):
             raise mcp_error(RESOURCE_NOT_FOUND, text.removeprefix("Error: "))
         contents: list[dict[str, Any]] = []
-        image = await self.binding.aimage(namespace) if len(arguments) == 1 else None
+        whole = len(arguments) == 1 and describes_image(text)
+        image = await self.binding.aimage(namespace) if whole else None
         if image is not None:
             contents.append({"uri": uri, "mimeType": image.mime_type, "blob": image.base64})
         else:

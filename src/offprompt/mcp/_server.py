@@ -20,7 +20,7 @@ from offprompt.mcp._core import MemoryTool
 from offprompt.mcp._sdk import initialization_options
 from offprompt.mcp._stdio import StdinLines, StdoutPipe, is_pipe
 
-__all__ = ["ToolTable", "run_stdio", "text_result"]
+__all__ = ["ToolTable", "describes_image", "run_stdio", "text_result"]
 
 
 def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -73,6 +73,8 @@ class ToolTable:
         """``read_memory`` of a stored image also gives the image (bounded: ``images``)."""
         if self._images is None or not isinstance(namespace, str):
             return
+        if not describes_image(answer["content"][0]["text"]):
+            return  # text: no look at the memory (its stats would cut every page)
         image = await self._images(namespace)
         if image is None:
             return
@@ -89,6 +91,12 @@ class ToolTable:
                     "is whole.)",
                 }
             )
+
+
+def describes_image(page_text: str) -> bool:
+    """Whether a ``read_memory`` answer may be a stored image's description (``Image
+    (png, ...)``, after the page header): the cheap test before loading anything."""
+    return page_text.partition("\n")[2].startswith("Image (")
 
 
 def _whole(arguments: dict[str, Any]) -> bool:
