@@ -235,7 +235,7 @@ def test_a_namespace_deleted_on_postgres_while_another_process_reads_it(
         writer.store_artifact("doomed", TextArtifact(worker.make("doomed", 500)))
         writer.store_artifact("kept", TextArtifact(worker.make("kept", 500)))
         assert reader.has_namespace("doomed")
-        raw = reader._text_storage().raw_store
+        raw = reader.storages[TextArtifact].raw_store
         assert raw is not None
         real_get = raw.get
 

@@ -25,7 +25,6 @@ from offprompt.task_memory import (
     BlobArtifactStorage,
     InMemoryBlobStore,
     TaskMemory,
-    _index_jobs,
 )
 from offprompt.task_memory._points import points_for
 from offprompt.task_memory.tools import memory_tool_specs
@@ -218,7 +217,7 @@ def test_background_indexing_waits_for_reads_of_its_process(
     the read, indexing goes on and finishes."""
     from offprompt.task_memory import _index_jobs as module
 
-    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)  # only the read's end frees it
+    monkeypatch.setattr(module, "YIELD_SECONDS", 600.0)  # only the read's end frees it
     with TaskMemory() as memory:
         upserts: list[bool] = []  # one item per batch: was a read running when it began?
         first = threading.Event()
@@ -227,7 +226,7 @@ def test_background_indexing_waits_for_reads_of_its_process(
         upsert = store.upsert
 
         def watched(namespace: str, records: Sequence[object], **kw: object) -> None:
-            upserts.append(memory._reads > 0)
+            upserts.append(memory.indexer.reads_running > 0)
             if not first.is_set():
                 first.set()
                 go_on.wait(60)
@@ -236,7 +235,7 @@ def test_background_indexing_waits_for_reads_of_its_process(
         monkeypatch.setattr(type(store), "upsert", lambda self, *a, **kw: watched(*a, **kw))
         memory.process_output("logs", "call", TextArtifact(_logs(8000) + NEEDLE, name="r"))
         assert first.wait(60), "indexing never began"
-        with module.reading(memory):  # a read begins while the first batch is upserted
+        with memory.indexer.reading():  # a read begins while the first batch is upserted
             go_on.set()
             reading_since = len(upserts)
             # The first batch ends; the next one waits for this read to end.
@@ -252,12 +251,12 @@ def test_background_indexing_waits_for_reads_of_its_process(
 def test_close_frees_an_indexing_batch_waiting_for_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     from offprompt.task_memory import _index_jobs as module
 
-    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)
+    monkeypatch.setattr(module, "YIELD_SECONDS", 600.0)
     memory = TaskMemory()
     waited = threading.Event()
-    with module.reading(memory):
+    with memory.indexer.reading():
         waiter = threading.Thread(
-            target=lambda: (module.yield_to_reads(memory, lambda: False), waited.set())
+            target=lambda: (memory.indexer.yield_to_reads(lambda: False), waited.set())
         )
         waiter.start()
         assert not waited.wait(0.3)  # held by the read
@@ -274,7 +273,7 @@ def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
     GIL for 0.05-0.1 s, which a 50 MB grep beside them had to share."""
     from offprompt.task_memory import _index_jobs as module
 
-    monkeypatch.setattr(module, "_YIELD_SECONDS", 600.0)  # only the read's end frees it
+    monkeypatch.setattr(module, "YIELD_SECONDS", 600.0)  # only the read's end frees it
     with TaskMemory() as memory:
         upserts: list[tuple[int, bool]] = []  # (points, was a read running?) per engine call
         held = threading.Event()
@@ -287,7 +286,7 @@ def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
                 upsert(points)  # type: ignore[arg-type]
                 return
             before = sum(n for n, _ in upserts)
-            upserts.append((len(points), memory._reads > 0))
+            upserts.append((len(points), memory.indexer.reads_running > 0))
             if before == 32 + 64 + 128 + 256 and not held.is_set():  # the 5th batch: 512
                 held.set()
                 go_on.wait(60)
@@ -296,7 +295,7 @@ def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
         monkeypatch.setattr(backend, "upsert", watched)
         memory.process_output("logs", "call", TextArtifact(_logs(120_000) + NEEDLE, name="r"))
         assert held.wait(60), "indexing never reached its fifth batch"
-        with _index_jobs.reading(memory):  # a read begins while the batch's first step is upserted
+        with memory.indexer.reading():  # a read begins while the batch's first step is upserted
             go_on.set()
             reading_since = len(upserts)
             time.sleep(0.5)  # time for the rest of the batch, had it not stopped
@@ -312,29 +311,27 @@ def test_indexing_under_steady_reads_yields_then_indexes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Indexing yields to reads at every step, so under reads that never end it would
-    wait a whole ``_YIELD_SECONDS`` a chunk: after a wait that the reads outlast, it
+    wait a whole ``YIELD_SECONDS`` a chunk: after a wait that the reads outlast, it
     indexes on for as long before it waits again."""
     from offprompt.task_memory import _index_jobs as module
 
-    monkeypatch.setattr(module, "_YIELD_SECONDS", 1.0)
+    monkeypatch.setattr(module, "YIELD_SECONDS", 1.0)
     with TaskMemory() as memory:
         waits: list[float] = []
-        real_wait_for = memory._reads_done.wait_for
+        real_wait_for = memory.indexer.reads_done.wait_for
 
         def counted(*args: object, **kwargs: object) -> bool:
             waits.append(time.monotonic())
             return bool(real_wait_for(*args, **kwargs))  # type: ignore[arg-type]
 
-        monkeypatch.setattr(memory._reads_done, "wait_for", counted)
-        with _index_jobs.reading(memory):  # a read that outlasts the wait
-            _index_jobs.yield_to_reads(memory, lambda: False)
+        monkeypatch.setattr(memory.indexer.reads_done, "wait_for", counted)
+        with memory.indexer.reading():  # a read that outlasts the wait
+            memory.indexer.yield_to_reads(lambda: False)
             assert len(waits) == 1
-            _index_jobs.yield_to_reads(memory, lambda: False)  # indexes on: no second wait
+            memory.indexer.yield_to_reads(lambda: False)  # indexes on: no second wait
             assert len(waits) == 1
-        with _index_jobs.reading(memory):
-            _index_jobs.yield_to_reads(
-                memory, lambda: False
-            )  # reads again, budget left: still none
+        with memory.indexer.reading():
+            memory.indexer.yield_to_reads(lambda: False)  # reads again, budget left: still none
             assert len(waits) == 1
 
 
@@ -350,11 +347,11 @@ def test_json_queries_and_outlines_hold_indexing_off_while_they_walk_the_value(
     with TaskMemory() as memory:
 
         def watched_query(*args: object, **kwargs: object) -> object:
-            seen.append(memory._reads)
+            seen.append(memory.indexer.reads_running)
             return query(*args, **kwargs)  # type: ignore[arg-type]
 
         def watched_outline(*args: object, **kwargs: object) -> object:
-            seen.append(memory._reads)
+            seen.append(memory.indexer.reads_running)
             return outline(*args, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr(json_view, "query", watched_query)

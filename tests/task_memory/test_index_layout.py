@@ -106,7 +106,7 @@ def test_passages_read_back_identical_from_every_raw_store(tmp_path: Path) -> No
         # Opened afresh, nothing cached: the passages are ranged reads of the files.
         with TaskMemory(path=tmp_path / "tm", chunk_tokens=128) as reopened:
             assert check(reopened) >= 15
-            assert not reopened._view_cache
+            assert reopened.cached_bytes == 0
     finally:
         sqlite.close()
 
@@ -199,10 +199,13 @@ def test_texts_waiting_for_the_indexer_are_bounded_in_bytes(tmp_path: Path) -> N
         for i, text in enumerate(texts):
             assert len(text.encode()) > 20_000
             memory.store_artifact(f"log{i}", TextArtifact(text))
-            assert memory._pending.bytes <= 30_000
-            assert sum(size for _, size in memory._pending.texts.values()) == memory._pending.bytes
+            assert memory.indexer.pending.bytes <= 30_000
+            assert (
+                sum(size for _, size in memory.indexer.pending.texts.values())
+                == memory.indexer.pending.bytes
+            )
         assert memory.wait_indexed(timeout=120)
-        assert memory._pending.bytes == 0
+        assert memory.indexer.pending.bytes == 0
         for i in range(5):
             hit = memory.query(f"log{i}", f"MARKER-{i}", top_n=1).value[0]
             assert f"MARKER-{i}" in hit.value

@@ -17,7 +17,7 @@ from offprompt.artifacts import ErrorArtifact, TextArtifact
 from offprompt.errors import StorageError, ValidationError
 from offprompt.task_memory import TaskMemory, TextArtifactStorage
 from offprompt.task_memory.blobs import InMemoryBlobStore
-from offprompt.task_memory.chunking import _token_byte_lengths
+from offprompt.task_memory.chunking import token_byte_lengths
 from offprompt.task_memory.pipeline import consume_behind, run_beside
 from offprompt.tokens import default_tokenizer
 
@@ -177,7 +177,7 @@ def test_a_raw_write_failing_in_its_thread_leaves_nothing_visible() -> None:
     memory.close()
 
 
-def test_token_byte_lengths_from_the_tables_equal_the_per_token_answer() -> None:
+def testtoken_byte_lengths_from_the_tables_equal_the_per_token_answer() -> None:
     encoding = default_tokenizer().encoding
 
     class OneByOne:  # no tables: the per-token path
@@ -187,18 +187,18 @@ def test_token_byte_lengths_from_the_tables_equal_the_per_token_answer() -> None
         def decode_single_token_bytes(token: int) -> bytes:
             return bytes(encoding.decode_single_token_bytes(token))
 
-    assert np.array_equal(_token_byte_lengths(encoding), _token_byte_lengths(OneByOne()))
+    assert np.array_equal(token_byte_lengths(encoding), token_byte_lengths(OneByOne()))
 
 
 def test_only_file_stores_take_the_raw_write_on_the_calling_thread(tmp_path: Path) -> None:
     """Into files the write from a worker measured ~3x slower than inline; in memory and
-    on SQL stores the worker's hash overlaps the card's stats (``_commit._beside``)."""
-    from offprompt.task_memory._commit import _BESIDE_BYTES, _beside
+    on SQL stores the worker's hash overlaps the card's stats (``_commit.beside``)."""
+    from offprompt.task_memory._commit import BESIDE_BYTES, beside
 
     with TaskMemory(path=tmp_path / "tm") as on_disk, TaskMemory() as in_memory:
-        files = on_disk._kind_storage("text")
-        memory = in_memory._kind_storage("text")
+        files = on_disk.storages[TextArtifact]
+        memory = in_memory.storages[TextArtifact]
         assert isinstance(files, TextArtifactStorage) and isinstance(memory, TextArtifactStorage)
-        assert not _beside(files, 50 * _BESIDE_BYTES)
-        assert _beside(memory, 50 * _BESIDE_BYTES)
-        assert not _beside(memory, _BESIDE_BYTES - 1)
+        assert not beside(files, 50 * BESIDE_BYTES)
+        assert beside(memory, 50 * BESIDE_BYTES)
+        assert not beside(memory, BESIDE_BYTES - 1)

@@ -31,7 +31,7 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path) -> TaskMemory:
 
 
 def raw_keys(memory: TaskMemory, namespace: str) -> list[str]:
-    store = memory._text_storage().raw_store
+    store = memory.storages[TextArtifact].raw_store
     assert store is not None
     return list(store.keys(namespace, tenant=memory.tenant))
 

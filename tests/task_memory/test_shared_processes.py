@@ -140,7 +140,7 @@ def test_a_namespace_deleted_while_another_process_reads_it(tmp_path: Path) -> N
     writer.store_artifact("doomed", TextArtifact(worker.make("doomed", 500)))
     reader = TaskMemory(path=root)  # its own index (the writer holds vectors/)
     assert reader.index_location == "memory" and reader.has_namespace("doomed")
-    raw = reader._text_storage().raw_store
+    raw = reader.storages[TextArtifact].raw_store
     assert raw is not None
     real_get = raw.get
 

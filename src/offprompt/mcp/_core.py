@@ -49,10 +49,6 @@ __all__ = [
     "open_task_memory",
 ]
 
-# A token is rarely more than this many characters: longer text is large uncounted.
-_CHARS_PER_TOKEN_MAX = 32
-
-
 #: MCP tool annotations: a tool that only reads what is stored.
 READ_ONLY: dict[str, bool] = {
     "readOnlyHint": True,
@@ -143,24 +139,20 @@ class CoreBinding:
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         self.task_memory = task_memory
+        self.sensitive = frozenset(sensitive)
         self.policy = OffloadPolicy(
             task_memory,
             min_tokens=DEFAULT_MIN_TOKENS if min_tokens is None else min_tokens,
+            sensitive=self.sensitive,
             max_output_tokens=max_output_tokens,
         )
         self.min_tokens = self.policy.min_tokens
-        self.sensitive = frozenset(sensitive)
         self.max_output_tokens = max_output_tokens
 
     def is_large_text(self, tool_name: str, text: str) -> bool:
-        """Whether a text result may go off-prompt (cheap: no storing, rarely counting)."""
-        if tool_name in self.sensitive or self.min_tokens == 0:
-            return bool(text.strip())
-        if len(text) < self.min_tokens:  # a token is at least one character
-            return False
-        if len(text) >= self.min_tokens * _CHARS_PER_TOKEN_MAX:
-            return True
-        return bool(self.task_memory.tokenizer.count(text) >= self.min_tokens)
+        """Whether a text result may go off-prompt (the policy's decision, cheap: no
+        storing, rarely counting)."""
+        return self.policy.decide_text(tool_name, text).stores
 
     def offload_text(self, tool_name: str, text: str, *, is_error: bool = False) -> Offloaded:
         """The core policy on one text result (large or sensitive: stored, else unchanged).
@@ -168,9 +160,7 @@ class CoreBinding:
         Raises:
             OffloadError: It could not be stored (the message holds none of it).
         """
-        return self.policy.offload(
-            tool_name, text, is_error=is_error, sensitive=tool_name in self.sensitive
-        )
+        return self.policy.offload(tool_name, text, is_error=is_error)
 
     async def aoffload_text(
         self, tool_name: str, text: str, *, is_error: bool = False
@@ -178,9 +168,7 @@ class CoreBinding:
         """Async twin of :meth:`offload_text`; small results skip the worker thread."""
         if not self.is_large_text(tool_name, text):
             return Offloaded(text, None)
-        return await self.policy.aoffload(
-            tool_name, text, is_error=is_error, sensitive=tool_name in self.sensitive
-        )
+        return await self.policy.aoffload(tool_name, text, is_error=is_error)
 
     async def aoffload_content(
         self, tool_name: str, block: ToolContent, *, is_error: bool = False
@@ -192,10 +180,9 @@ class CoreBinding:
         """
         if not block.is_binary:
             return await self.aoffload_text(tool_name, block.text, is_error=is_error)
-        secret = tool_name in self.sensitive
-        if not self.policy.decide_block(block, sensitive=secret):
+        if not self.policy.decide_block(block, tool_name=tool_name):
             return Offloaded("", None)
-        return await self.policy.aoffload_binary(tool_name, block, sensitive=secret)
+        return await self.policy.aoffload_binary(tool_name, block)
 
     async def aimage(self, namespace: str) -> ImageArtifact | None:
         """The image ``namespace`` holds, as the model may see it: within the tools'

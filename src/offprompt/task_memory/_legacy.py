@@ -20,7 +20,11 @@ from offprompt.stores.base import BaseStore
 from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.catalog import INDEX_KEY, META_KEY
 from offprompt.vectors import QdrantVectorStore
-from offprompt.vectors.store import _META, RESERVED_KEYS, SCOPE_PAYLOAD_KEYS
+from offprompt.vectors.store import (  # private-ok: the pre-0.1 layout's upgrade
+    _META,
+    RESERVED_KEYS,
+    SCOPE_PAYLOAD_KEYS,
+)
 
 __all__ = ["drop_points", "import_points"]
 
@@ -28,7 +32,7 @@ __all__ = ["drop_points", "import_points"]
 def _legacy_points(vectors: QdrantVectorStore) -> list[dict[str, Any]]:
     # Every tenant's and scope's metadata points: below the public API, which is
     # scoped (this is the one caller that must see them all).
-    backend = vectors._backend
+    backend = vectors._backend  # private-ok: every scope, for the upgrade alone
     cond: Any = [("kind", _META), ("record_id", META_KEY)]
     found: list[dict[str, Any]] = []
     offset: str | None = None

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from offprompt.task_memory.budgets import DEFAULT_PAGE_TOKENS
 from offprompt.task_memory.json_view import breadth_first
-from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
 
 __all__ = [
     "CONTENT_FIELDS",

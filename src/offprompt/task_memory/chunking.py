@@ -84,7 +84,7 @@ def _newline_tokens(encoding: Any) -> npt.NDArray[np.bool_]:
 
 
 @lru_cache(maxsize=4)
-def _token_byte_lengths(encoding: Any) -> npt.NDArray[np.int64]:
+def token_byte_lengths(encoding: Any) -> npt.NDArray[np.int64]:
     """Bytes of every token id (0 for ids the encoding does not use)."""
     lengths = np.zeros(encoding.max_token_value + 1, dtype=np.int64)
     ranks = getattr(encoding, "_mergeable_ranks", None)
@@ -220,7 +220,7 @@ def chunks_from_segments(
     second half, if there is one (see the module docs).
     """
     _check_sizes(chunk_tokens, overlap_tokens)
-    lengths = _token_byte_lengths(encoding)
+    lengths = token_byte_lengths(encoding)
     newlines = _newline_tokens(encoding) if align_lines else None
     index = 0
     previous = ""

@@ -39,14 +39,14 @@ import numpy as np
 
 from offprompt.artifacts import TextArtifact
 from offprompt.errors import NotJsonError, ValidationError
-from offprompt.task_memory import _index_jobs, _reads, json_view
+from offprompt.task_memory import json_view
+from offprompt.task_memory.budgets import DEFAULT_MAX_OUTPUT_TOKENS, bound_text
 from offprompt.task_memory.card import cut_line
-from offprompt.task_memory.offload import DEFAULT_MAX_OUTPUT_TOKENS, bound_text
 from offprompt.task_memory.text_view import TextView
 from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
-    from offprompt.task_memory.task_memory import TaskMemory
+    from offprompt.task_memory._reads import Reader
 
 __all__ = [
     "DEFAULT_EXCERPT_TOKENS",
@@ -125,9 +125,18 @@ _WORDS = (
 )
 
 
-def excerpt(memory: TaskMemory, namespace: str, *, max_tokens: int | None = None) -> TextArtifact:
+def excerpt(
+    reader: Reader,
+    namespace: str,
+    *,
+    tool: str | None,
+    stats: dict[str, Any],
+    tokenizer: TokenCodec,
+    max_tokens: int | None = None,
+) -> TextArtifact:
     """The excerpt of ``namespace`` (see the module docs), at most ``max_tokens`` tokens
-    (:data:`DEFAULT_EXCERPT_TOKENS` if None) counted with the memory's tokenizer.
+    (:data:`DEFAULT_EXCERPT_TOKENS` if None) counted with ``tokenizer``; ``stats`` is the
+    namespace's card data and ``tool`` the tool that produced it.
 
     ``meta`` holds ``tool``, ``excerpt`` (``"lines"`` or ``"structure"``) and ``lines``.
 
@@ -138,15 +147,12 @@ def excerpt(memory: TaskMemory, namespace: str, *, max_tokens: int | None = None
     budget = DEFAULT_EXCERPT_TOKENS if max_tokens is None else max_tokens
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValidationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-    info = memory.namespace_metadata(namespace, wait=False)
-    tokenizer = memory.tokenizer
-    with _index_jobs.reading(memory):
-        view = _reads.text_view(memory, namespace)
-        stats = info["stats"] or memory.stats(namespace).model_dump()
+    with reader.indexer.reading():
+        view = reader.text(namespace)
         text = None
         if stats.get("kind") in _DATA:
             try:
-                kind, value = _reads.read_json(memory, namespace)
+                kind, value = reader.json(namespace)
             except NotJsonError:
                 pass
             else:
@@ -154,7 +160,7 @@ def excerpt(memory: TaskMemory, namespace: str, *, max_tokens: int | None = None
         mode = "structure" if text is not None else "lines"
         if text is None:
             text = lines_excerpt(view, namespace, budget, tokenizer)
-    meta = {"tool": info["tool"], "excerpt": mode, "lines": view.lines}
+    meta = {"tool": tool, "excerpt": mode, "lines": view.lines}
     return TextArtifact(value=text, name=namespace, meta=meta)
 
 

@@ -46,7 +46,7 @@ import json
 import re
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,7 +61,14 @@ from offprompt.artifacts import (
     TextArtifact,
 )
 from offprompt.errors import OffloadError, ValidationError
-from offprompt.tokens import TokenCodec, image_tokens
+from offprompt.task_memory.budgets import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_PAGE_TOKENS,
+    PAGE_HEADER_TOKENS,
+    bound_text,
+)
+from offprompt.task_memory.decision import TextDecision, decide_text, is_blank
+from offprompt.tokens import image_tokens
 
 if TYPE_CHECKING:
     from offprompt.task_memory.task_memory import TaskMemory
@@ -73,6 +80,7 @@ __all__ = [
     "DEFAULT_PAGE_TOKENS",
     "ERROR_LINE_CHARS",
     "MAX_INLINE_IMAGE_BYTES",
+    "PAGE_HEADER_TOKENS",
     "ContentKind",
     "OffloadError",
     "OffloadPolicy",
@@ -99,18 +107,6 @@ outputs (Loghub logs and CSVs, LoCoMo JSON, directory listings, tables), card pl
 the mean of those two reads is at most 0.75x the raw output for 97% of them at 1,200
 tokens and for all from 1,500 on, but for 10% at 1,000 and none at 700 or below (at
 500 storing costs 1.17x the output, median). Below this an output is cheaper inline."""
-
-DEFAULT_MAX_OUTPUT_TOKENS = 1000
-"""Bound of what one memory tool call or one offloaded reference may send the model."""
-
-PAGE_HEADER_TOKENS = 64
-"""Room ``read_memory`` keeps for its ``Page i of n of artifact_namespace "..."`` line."""
-
-DEFAULT_PAGE_TOKENS = DEFAULT_MAX_OUTPUT_TOKENS - PAGE_HEADER_TOKENS
-"""The one page unit: ``TaskMemory(page_tokens=)``'s default. :meth:`TaskMemory.read`,
-``read_memory`` and the card's "N pages of T tokens" all count pages of the memory's
-``page_tokens``; with this default one page and its header fit in
-:data:`DEFAULT_MAX_OUTPUT_TOKENS`."""
 
 ERROR_LINE_CHARS = 200
 """Characters of a stored error's first line that the model sees."""
@@ -318,31 +314,6 @@ def failure_text(exc: BaseException) -> str:
     return f"Error: {' '.join(str(exc).split())}"[:2000]
 
 
-def bound_text(text: str, max_tokens: int, tokenizer: TokenCodec, hint: str = "") -> str:
-    """``text`` cut to at most ``max_tokens`` tokens, the cut said in a last line.
-
-    ``tokenizer`` has ``encode``, ``decode`` and ``count`` (a ``TiktokenTokenizer``).
-    The note is counted in the bound (a shorter note when the bound is tiny), and the
-    result is re-counted, so it never exceeds ``max_tokens``.
-    """
-    tokens = tokenizer.encode(text)
-    if len(tokens) <= max_tokens:
-        return text
-    for note in (f"\n[... cut: {len(tokens):,} tokens in all{hint}]", "\n[... cut]", ""):
-        room = max_tokens - tokenizer.count(note)
-        if note and room < max_tokens // 2:
-            continue  # the note would crowd out the text
-        keep = room
-        while keep >= 0:
-            # A cut inside a character decodes to a replacement that may count more.
-            out = str(tokenizer.decode(tokens[:keep])).rstrip("\ufffd") + note
-            over = tokenizer.count(out) - max_tokens
-            if over <= 0:
-                return out
-            keep -= over
-    return ""
-
-
 def _check_int(label: str, value: Any, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValidationError(f"{label} must be an int >= {low}, got {value!r}")
@@ -366,7 +337,8 @@ class OffloadPolicy:
         task_memory: Where outputs are stored.
         min_tokens: Outputs (and errors) with fewer tokens pass through;
             ``task_memory.min_tokens`` when ``None``; 0 stores every non-empty output.
-        sensitive: Store every non-empty output and error, whatever its size.
+        sensitive: Store every non-empty output and error, whatever its size: True for
+            every tool, or the names of the tools whose results are always stored.
         max_output_tokens: Bound of the text :meth:`offload` returns for a stored output.
 
     Raises:
@@ -387,7 +359,7 @@ class OffloadPolicy:
         task_memory: TaskMemory,
         *,
         min_tokens: int | None = None,
-        sensitive: bool = False,
+        sensitive: bool | Collection[str] = False,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         from offprompt.task_memory.task_memory import TaskMemory
@@ -399,13 +371,42 @@ class OffloadPolicy:
         self.task_memory = task_memory
         threshold = task_memory.min_tokens if min_tokens is None else min_tokens
         self.min_tokens = _check_int("min_tokens", threshold, 0)
-        self.sensitive = bool(sensitive)
+        if isinstance(sensitive, str) or not isinstance(sensitive, (bool, Collection)):
+            raise ValidationError(
+                f"sensitive must be a bool or a collection of tool names, got {sensitive!r}"
+            )
+        #: True (every tool), or the tools whose every result is stored.
+        self.sensitive: bool | frozenset[str] = (
+            sensitive if isinstance(sensitive, bool) else frozenset(sensitive)
+        )
         self.max_output_tokens = _check_int("max_output_tokens", max_output_tokens, 16)
 
     def __repr__(self) -> str:
         return (
             f"OffloadPolicy({self.task_memory!r}, min_tokens={self.min_tokens}, "
             f"sensitive={self.sensitive})"
+        )
+
+    def is_sensitive(self, tool_name: str, sensitive: bool | None = None) -> bool:
+        """Whether ``tool_name``'s results are always stored (``sensitive``, when given,
+        decides for this call)."""
+        if sensitive is not None:
+            return bool(sensitive)
+        if isinstance(self.sensitive, bool):
+            return self.sensitive
+        return tool_name in self.sensitive
+
+    def decide_text(
+        self, tool_name: str, text: str, *, sensitive: bool | None = None
+    ) -> TextDecision:
+        """Whether ``text``, a result of ``tool_name``, goes off-prompt: empty, small,
+        large or sensitive (:func:`~offprompt.task_memory.decision.decide_text`; cheap:
+        text far over the threshold is not counted)."""
+        return decide_text(
+            text,
+            min_tokens=self.min_tokens,
+            sensitive=self.is_sensitive(tool_name, sensitive),
+            count=self.task_memory.tokenizer.count,
         )
 
     @staticmethod
@@ -451,8 +452,8 @@ class OffloadPolicy:
             raise ValidationError(f"output must be a str, got {type(output).__name__}")
         # A tool output arrives inside an agent run: lone surrogates are escaped, not refused.
         output, _ = escape_in_run(output, what=f"the output of tool {tool_name!r}")
-        secret = self.sensitive if sensitive is None else bool(sensitive)
-        if not output or output.isspace():  # isspace stops at the first other character
+        secret = self.is_sensitive(tool_name, sensitive)
+        if is_blank(output):
             return Offloaded(output, None)
         memory = self.task_memory
         namespace = self.namespace_for(tool_name, call_id)
@@ -509,16 +510,24 @@ class OffloadPolicy:
             sensitive=sensitive,
         )
 
-    def decide(self, kind: ContentKind, size: int, *, sensitive: bool | None = None) -> bool:
+    def decide(
+        self,
+        kind: ContentKind,
+        size: int,
+        *,
+        sensitive: bool | None = None,
+        tool_name: str = "",
+    ) -> bool:
         """Whether a block of ``kind`` and ``size`` goes off-prompt.
 
         ``size`` is in tokens for ``text`` and ``json`` and in bytes for ``image`` and
         ``blob`` (compared as :func:`binary_tokens`, what its base64 would cost). An
-        empty block never goes; with ``sensitive`` every other one does.
+        empty block never goes; with ``sensitive`` (or a result of a sensitive
+        ``tool_name``) every other one does.
         """
         if kind not in ("text", "json", "image", "blob"):
             raise ValidationError(f"unknown content kind {kind!r}")
-        secret = self.sensitive if sensitive is None else bool(sensitive)
+        secret = self.is_sensitive(tool_name, sensitive)
         if size <= 0:
             return False
         if secret:
@@ -526,10 +535,12 @@ class OffloadPolicy:
         tokens = binary_tokens(size) if kind in ("image", "blob") else size
         return tokens >= self.min_tokens
 
-    def decide_block(self, block: ToolContent, *, sensitive: bool | None = None) -> bool:
+    def decide_block(
+        self, block: ToolContent, *, sensitive: bool | None = None, tool_name: str = ""
+    ) -> bool:
         """Whether one block of a result goes off-prompt (what every adapter asks).
 
-        Text and JSON: :meth:`decide` on its tokens (the caller counts). An image goes by
+        Text and JSON: :meth:`decide_text`. An image goes by
         what it costs the model, its pixels (:func:`offprompt.tokens.image_tokens`, the
         count the tokenizer gives an image in a message), not by its bytes: a 20x20 icon
         passes, a screenshot is stored. An image larger than :data:`MAX_INLINE_IMAGE_BYTES`
@@ -537,16 +548,14 @@ class OffloadPolicy:
         like any other binary.
         """
         if not block.is_binary:
-            return self.decide(
-                block.kind, self.task_memory.tokenizer.count(block.text), sensitive=sensitive
-            )
+            return self.decide_text(tool_name, block.text, sensitive=sensitive).stores
         size = block.binary_size()
         if block.kind != "image" or size > MAX_INLINE_IMAGE_BYTES:
-            return self.decide(block.kind, size, sensitive=sensitive)
+            return self.decide(block.kind, size, sensitive=sensitive, tool_name=tool_name)
         pixels = _pixel_size(block)
         if pixels is None:
-            return self.decide(block.kind, size, sensitive=sensitive)
-        secret = self.sensitive if sensitive is None else bool(sensitive)
+            return self.decide(block.kind, size, sensitive=sensitive, tool_name=tool_name)
+        secret = self.is_sensitive(tool_name, sensitive)
         if secret:
             return size > 0
         return image_tokens(*pixels) >= self.min_tokens
@@ -584,7 +593,7 @@ class OffloadPolicy:
                         sensitive=sensitive,
                     )
                 )
-            elif self.decide_block(block, sensitive=sensitive):
+            elif self.decide_block(block, sensitive=sensitive, tool_name=tool_name):
                 out.append(
                     self.offload_binary(tool_name, block, call_id=call_id, sensitive=sensitive)
                 )
@@ -648,7 +657,7 @@ class OffloadPolicy:
             details = f", {artifact.width}x{artifact.height} pixels"
         except ValidationError:
             artifact = BlobArtifact(value=data, mime_type=mime_type, name=namespace)
-        secret = self.sensitive if sensitive is None else bool(sensitive)
+        secret = self.is_sensitive(tool_name, sensitive)
         result = self.task_memory.process_output(
             tool_name, ACTIVITY, artifact, sensitive=secret, min_tokens=0
         )

@@ -152,8 +152,8 @@ class TextArtifactStorage:
     """Stores ``TextArtifact`` (and ``JsonArtifact``) values: the raw text, then chunks.
 
     With a ``raw_store`` (``TaskMemory`` passes its blob store), the raw UTF-8 text is
-    stored first (:meth:`write_raw`, durable before the reference is returned) and the
-    chunks are built from it later (:meth:`index`, in the background by default); loads
+    stored first (:meth:`put_raw`, durable before the reference is returned) and the
+    chunks are built from it later (:meth:`index_text`, in the background by default); loads
     read the raw text back, so it is byte-identical whatever happened to the index.
     Without one, the text lives only in the chunks (the layout of earlier versions,
     still read).
@@ -257,6 +257,11 @@ class TextArtifactStorage:
         # per chunk (the largest of its payload indexes), so it is not made up front.
         vector_store.create_payload_index("generation", "keyword")
 
+    @property
+    def raw_options(self) -> dict[str, Any]:
+        """The keyword arguments every call to the raw store carries (its scope, if any)."""
+        return dict(self._raw_kw)
+
     def _store(self, tenant: str) -> QdrantVectorStore:
         return (
             self.vector_store
@@ -295,21 +300,6 @@ class TextArtifactStorage:
             first_seq=first_seq,
         )
         return entry
-
-    def write_raw(
-        self, namespace: str, artifact: BaseArtifact, *, generation: str, tenant: str
-    ) -> tuple[Entry, bytes]:
-        """Store the raw text of ``artifact`` durably; returns its entry (not yet indexed)
-        and the UTF-8 bytes (:meth:`encode_raw`, :meth:`raw_entry` and :meth:`put_raw`
-        in one call).
-
-        Raises:
-            ValidationError: Not a text/JSON artifact, or text that is not valid Unicode.
-        """
-        text, data = self.encode_raw(artifact)
-        entry = self.raw_entry(artifact, generation, text, data)
-        entry["raw"] = self.put_raw(namespace, data, tenant=tenant)
-        return entry, data
 
     @staticmethod
     def encode_raw(artifact: BaseArtifact) -> tuple[str, bytes]:
@@ -522,17 +512,6 @@ class TextArtifactStorage:
                 out.append(TextArtifact(value=text, **fields))
         return out
 
-    def read_range(
-        self, namespace: str, entries: Sequence[Entry], first: int, stop: int, *, tenant: str
-    ) -> list[VectorRecord]:
-        """Chunks with ``first <= seq < stop`` of the committed ``entries``, in order."""
-        gens = [e["generation"] for e in entries]
-        if not gens:
-            return []
-        return self._store(tenant).scroll(
-            namespace, filter={"generation": gens, "seq": Range(gte=first, lt=stop)}, order_by="seq"
-        )
-
     def query(
         self,
         namespace: str,
@@ -627,6 +606,11 @@ class BlobArtifactStorage:
         self.scope = scope
         # Only scoped calls pass ``scope``: third-party blob stores keep working.
         self._kw: dict[str, Any] = {} if scope is None else {"scope": scope}
+
+    @property
+    def blob_options(self) -> dict[str, Any]:
+        """The keyword arguments every call to the blob store carries (its scope, if any)."""
+        return dict(self._kw)
 
     def write(
         self,

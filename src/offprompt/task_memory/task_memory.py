@@ -32,8 +32,6 @@ and one batch of chunks beyond the text itself).
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -56,27 +54,28 @@ from offprompt.retention import PruneReport, RetentionPolicy
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import BaseStore
 from offprompt.summarizers import TextSummarizer
-from offprompt.task_memory import (
-    _card_stats,
-    _commit,
-    _index_jobs,
-    _layout,
-    _lifecycle,
-    _reads,
-    excerpt,
-    json_view,
+from offprompt.task_memory import excerpt
+from offprompt.task_memory._card_stats import CardStats
+from offprompt.task_memory._commit import EMPTY_OUTPUT, REFERENCE_TEMPLATE, Writer, check_storages
+from offprompt.task_memory._index_jobs import Indexer
+from offprompt.task_memory._layout import (
+    TOOL_OUTPUT_DENSE,
+    TOOL_OUTPUT_LEXICAL,
+    IndexRegistration,
+    PathLayout,
+    open_catalog,
 )
-from offprompt.task_memory._commit import EMPTY_OUTPUT
-from offprompt.task_memory._layout import TOOL_OUTPUT_DENSE, TOOL_OUTPUT_LEXICAL
-from offprompt.task_memory._namespace_meta import NamespaceMeta, referenced_blobs
-from offprompt.task_memory._reads import SummaryPlan
-from offprompt.task_memory._view_cache import DEFAULT_CACHE_BYTES, PendingTexts, ViewCache
-from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobStore
+from offprompt.task_memory._lifecycle import Lifecycle
+from offprompt.task_memory._namespace_meta import NamespaceMeta
+from offprompt.task_memory._parts import Parts
+from offprompt.task_memory._reads import Reader, SummaryPlan
+from offprompt.task_memory._view_cache import DEFAULT_CACHE_BYTES
+from offprompt.task_memory._views import Views
+from offprompt.task_memory.blobs import BlobStore, InMemoryBlobStore
+from offprompt.task_memory.budgets import DEFAULT_PAGE_TOKENS
 from offprompt.task_memory.card import OutputStats, render_card
-from offprompt.task_memory.catalog import StoreBlobStore, StoreCatalog, VectorCatalog
-from offprompt.task_memory.indexing import BackgroundIndexer
-from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
-from offprompt.task_memory.offload import DEFAULT_PAGE_TOKENS
+from offprompt.task_memory.catalog import StoreCatalog
+from offprompt.task_memory.meta import ActionSubtaskMetaEntry
 from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
 from offprompt.task_memory.text_view import GrepResult
 from offprompt.tokens import TiktokenTokenizer
@@ -92,11 +91,6 @@ __all__ = [
     "StorageMismatchError",
     "TaskMemory",
 ]
-
-REFERENCE_TEMPLATE = (
-    'Output of "{tool}.{activity}" was stored in memory with memory_name "{memory}" '
-    'and artifact_namespace "{namespace}".'
-)
 
 
 class TaskMemory:
@@ -195,23 +189,20 @@ class TaskMemory:
             raise ValidationError(
                 f"need min_tokens >= 0 and page_tokens >= 1 (got {min_tokens}, {page_tokens})"
             )
-        if tokenizer is None:
-            from offprompt.tokens import default_tokenizer
-
-            tokenizer = default_tokenizer()
-        self.name = name
-        if scope is not None:
-            resolved = as_scope(scope)
-            if resolved.tenant is not None and tenant not in ("default", resolved.tenant):
-                raise NamespaceError(
-                    f"tenant {tenant!r} contradicts scope.tenant {resolved.tenant!r}"
-                )
-            tenant = resolved.tenant or tenant
-            scope = resolved.model_copy(update={"tenant": tenant})
+        if path is not None and store is not None:
+            raise ValidationError("give path= or store=, not both")
+        if not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise ValidationError(f"cache_bytes must be an int >= 0, got {cache_bytes!r}")
         if retention is not None and not isinstance(retention, RetentionPolicy):
             raise ValidationError(
                 f"retention must be a RetentionPolicy, got {type(retention).__name__}"
             )
+        if tokenizer is None:
+            from offprompt.tokens import default_tokenizer
+
+            tokenizer = default_tokenizer()
+        scope, tenant = _resolve_scope(scope, tenant)
+        self.name = name
         self.scope: Scope | None = scope
         self.retention = retention
         self.tracer: Tracer = tracer if tracer is not None else InMemoryTracer(256)
@@ -219,17 +210,17 @@ class TaskMemory:
         self.min_tokens = min_tokens
         self.page_tokens = page_tokens
         self.tokenizer = tokenizer
-        if path is not None and store is not None:
-            raise ValidationError("give path= or store=, not both")
-        if not isinstance(cache_bytes, int) or cache_bytes < 0:
-            raise ValidationError(f"cache_bytes must be an int >= 0, got {cache_bytes!r}")
-        root = Path(path) if path is not None else None
-        self.path = root
+        self.path = Path(path) if path is not None else None
+        self.cache_bytes = cache_bytes
+        self.index_mode = index
+        self.preview = preview
+        self.preview_tokens = preview_tokens
         # close() releases only what this memory opened; a store passed in is the caller's
         self._owns_vector_store = vector_store is None
         self.index_location = "given" if vector_store is not None else "memory"
-        if vector_store is None and root is not None:
-            vector_store, self.index_location = _layout.open_index(root)
+        layout = PathLayout(self.path) if self.path is not None else None
+        if vector_store is None and layout is not None:
+            vector_store, self.index_location = layout.open_index()
         elif vector_store is None:
             vector_store = QdrantVectorStore(lexical=TOOL_OUTPUT_LEXICAL, dense=TOOL_OUTPUT_DENSE)
         self.vector_store = (
@@ -237,79 +228,104 @@ class TaskMemory:
             if scope is not None
             else vector_store.with_tenant(self.tenant)
         )
-        self._row_scope = scope if scope is not None else Scope(tenant=self.tenant)
-        self._catalog: VectorCatalog | StoreCatalog
-        if root is not None:
-            from offprompt.stores.sqlite import SQLiteStore
-
-            sqlite = _layout.open_sqlite(root)
-            self._catalog = StoreCatalog(
-                sqlite, self._row_scope, self.vector_store, blobs_in_store=False, owned=True
-            )
-            if blob_store is None:
-                blob_store = FileBlobStore(root / "blobs")
-            try:
-                _layout.import_legacy(root, sqlite, vector_store, self.index_location)
-            except BaseException:
-                sqlite.close()
-                raise
-            assert isinstance(sqlite, SQLiteStore)
-        elif store is not None:
-            self._catalog = StoreCatalog(
-                store,
-                self._row_scope,
-                self.vector_store,
-                blobs_in_store=blob_store is None,
-                owned=False,
-            )
-            if blob_store is None:
-                blob_store = StoreBlobStore(store, self._row_scope, referenced=referenced_blobs)
-        else:
-            self._catalog = VectorCatalog(self.vector_store)
+        row_scope = scope if scope is not None else Scope(tenant=self.tenant)
+        catalog, blob_store = open_catalog(
+            layout,
+            store,
+            blob_store,
+            row_scope,
+            self.vector_store,
+            vector_store,
+            self.index_location,
+        )
         #: The store that holds the truth (``task.db`` for ``path=``, ``store=``), or None
         #: when the metadata lives in the vector store (in memory, ``vector_store=``).
-        self.store: BaseStore | None = (
-            self._catalog.store if isinstance(self._catalog, StoreCatalog) else None
-        )
-        self._registration = _layout.register(self)
-        self._swept_at = time.monotonic()
+        self.store: BaseStore | None = catalog.store if isinstance(catalog, StoreCatalog) else None
+        self._registration = IndexRegistration(self.store, self.index_location, self.path)
+        self._registration.register()
         if storages is None:
-            if blob_store is None:
-                blob_store = InMemoryBlobStore()
-            text_storage = TextArtifactStorage(
-                self.vector_store,
-                chunk_tokens=chunk_tokens,
-                overlap_tokens=overlap_tokens,
-                tokenizer=tokenizer,
-                raw_store=blob_store,
-                scope=scope,
+            storages = self._default_storages(
+                blob_store or InMemoryBlobStore(), chunk_tokens, overlap_tokens
             )
-            storages = {
-                TextArtifact: text_storage,
-                JsonArtifact: text_storage,
-                BlobArtifact: BlobArtifactStorage(blob_store, scope=scope),
-            }
-        _commit.check_storages(storages)
+        check_storages(storages)
         self.storages: dict[type[BaseArtifact], ArtifactStorage] = dict(storages)
-        self.meta_memory = MetaMemory()
-        self.index_mode = index
-        self.preview = preview
-        self.preview_tokens = preview_tokens
-        self._lock = threading.RLock()
-        self.cache_bytes = cache_bytes
-        self._view_cache = ViewCache(cache_bytes)
-        self._indexer: BackgroundIndexer | None = None
-        # Reads running (grep, read, read_lines, json): background indexing waits for
-        # them before its next batch, see _index_jobs.yield_to_reads.
-        self._reads = 0
-        self._reads_done = threading.Condition()
-        self._yield_after = 0.0  # monotonic time before which indexing does not yield
-        self._cancelled: set[str] = set()  # namespaces being deleted: their job stops
-        # The text of raw writes not yet indexed (the indexer starts from it), bounded
-        # in bytes like the read cache.
-        self._pending = PendingTexts(cache_bytes)
+        self._parts = Parts(
+            name=name,
+            tenant=self.tenant,
+            scope=scope,
+            catalog=catalog,
+            storages=self.storages,
+            vector_store=self.vector_store,
+            tokenizer=tokenizer,
+            tracer=self.tracer,
+            retention=retention,
+            page_tokens=page_tokens,
+            index_mode=index,
+        )
+        views = Views(self._parts, cache_bytes)
+        stats = CardStats(self._parts, views)
+        self._stats = stats
+        self._indexer = Indexer(self._parts, views, stats, cache_bytes, self.index_location)
+        self._reader = Reader(self._parts, views, self._indexer)
+        self._lifecycle = Lifecycle(self._parts, self._indexer)
+        self._writer = Writer(
+            self._parts,
+            stats,
+            self._indexer,
+            self._lifecycle,
+            min_tokens=min_tokens,
+            preview=preview,
+            preview_tokens=preview_tokens,
+        )
+        self.meta_memory = self._writer.meta_memory
         self._closed = False
-        _index_jobs.resume_unindexed(self)
+        self._indexer.resume_unindexed()
+
+    def _default_storages(
+        self, blob_store: BlobStore, chunk_tokens: int, overlap_tokens: int
+    ) -> dict[type[BaseArtifact], ArtifactStorage]:
+        text_storage = TextArtifactStorage(
+            self.vector_store,
+            chunk_tokens=chunk_tokens,
+            overlap_tokens=overlap_tokens,
+            tokenizer=self.tokenizer,
+            raw_store=blob_store,
+            scope=self.scope,
+        )
+        return {
+            TextArtifact: text_storage,
+            JsonArtifact: text_storage,
+            BlobArtifact: BlobArtifactStorage(blob_store, scope=self.scope),
+        }
+
+    @classmethod
+    def in_memory(cls, name: str = "TaskMemory", **options: Any) -> TaskMemory:
+        """A memory of this process alone (an embedded index in memory): ``TaskMemory()``."""
+        return cls(name, **options)
+
+    @classmethod
+    def at_path(cls, path: str | Path, name: str = "TaskMemory", **options: Any) -> TaskMemory:
+        """A durable memory in the directory ``path``, shared by the processes of this
+        host: ``TaskMemory(path=path)``."""
+        return cls(name, path=path, **options)
+
+    @classmethod
+    def on_store(cls, store: BaseStore, name: str = "TaskMemory", **options: Any) -> TaskMemory:
+        """A memory whose records and raw outputs live in ``store`` (``PostgresStore`` for
+        several hosts), the caller's to close: ``TaskMemory(store=store)``."""
+        return cls(name, store=store, **options)
+
+    @property
+    def indexer(self) -> Indexer:
+        """This memory's indexer: its jobs, the texts waiting for it, the reads it yields
+        to (for diagnostics and tests; :meth:`wait_indexed` is the call to wait on)."""
+        return self._indexer
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes of namespace text this memory holds decoded now (at most
+        ``cache_bytes``, or the one view last read when that alone is larger)."""
+        return self._reader.views.cache.bytes
 
     def __repr__(self) -> str:
         return f"TaskMemory(name={self.name!r}, tenant={self.tenant!r})"
@@ -327,24 +343,21 @@ class TaskMemory:
         if self._closed:
             return
         self._closed = True
-        with self._reads_done:
-            self._reads_done.notify_all()  # an indexing batch waiting for reads stops now
-        if self._indexer is not None:
-            self._indexer.stop()
-        self._pending.clear()
+        self._indexer.close()
+        catalog = self._parts.catalog
         if self._owns_vector_store:
             try:
                 self.vector_store.close()
             except Exception as exc:
-                if not self._catalog.shared:
-                    self._catalog.close()
+                if not catalog.shared:
+                    catalog.close()
                     raise
                 emit_safely(
                     self.tracer,
                     TraceEvent("offload", detail={"stage": "close", "error": str(exc)[:500]}),
                 )
-        _layout.unregister(self)
-        self._catalog.close()
+        self._registration.unregister()
+        catalog.close()
 
     def __enter__(self) -> TaskMemory:
         return self
@@ -356,34 +369,20 @@ class TaskMemory:
 
     def reference_text(self, tool: str, activity: str, namespace: str) -> str:
         """The sentence the model sees instead of the output (DESIGN.md's exact wording)."""
-        return REFERENCE_TEMPLATE.format(
-            tool=tool, activity=activity, memory=self.name, namespace=namespace
-        )
+        return self._writer.reference_text(tool, activity, namespace)
 
-    def _kind_storage(self, kind: str) -> ArtifactStorage:
-        for storage in self.storages.values():
-            if storage.kind == kind:
-                return storage
-        raise NotFoundError(f"this TaskMemory has no {kind!r} storage")
+    def lookup_error(self, namespace: str) -> NotFoundError | None:
+        """None when ``namespace`` can be read; otherwise the error a read would raise:
+        :class:`~offprompt.errors.ExpiredError` for an output the retention's
+        ``max_age`` has expired (stored, but gone), else ``NotFoundError`` (never stored,
+        deleted, or another memory's, whose name is not given away).
 
-    def _meta(self, namespace: str) -> NamespaceMeta | None:
-        validate_namespace(namespace)
-        meta = self._catalog.get(namespace)
-        if meta is None or meta.memory != self.name or self._expired(meta):
+        Raises:
+            NamespaceError: ``namespace`` is not a valid namespace name.
+        """
+        if self._parts.meta(namespace) is not None:
             return None
-        return meta
-
-    def _expired(self, meta: NamespaceMeta, now: float | None = None) -> bool:
-        if self.retention is None:
-            return False
-        cutoff = self.retention.cutoff(now)
-        return cutoff is not None and meta.written_at() < cutoff
-
-    def _require(self, namespace: str) -> NamespaceMeta:
-        meta = self._meta(namespace)
-        if meta is None:
-            raise _lifecycle.missing(self, namespace)
-        return meta
+        return self._parts.missing(namespace)
 
     # ------------------------------------------------------------------ writing
 
@@ -414,8 +413,7 @@ class TaskMemory:
             ValidationError: No storage for the type, or a mixed / empty list.
         """
         replaced: list[NamespaceMeta] | None = [] if replace else None
-        meta, unindexed = _commit.store(
-            self,
+        meta, unindexed = self._writer.store(
             namespace,
             artifact,
             tool=tool,
@@ -425,8 +423,8 @@ class TaskMemory:
             replaced=replaced,
         )
         for old in replaced or ():
-            _lifecycle.discard_deleted(self, namespace, old)
-        return _commit.after_store(self, namespace, meta, unindexed)
+            self._lifecycle.discard_deleted(namespace, old)
+        return self._writer.after_store(namespace, meta, unindexed)
 
     def process_output(
         self,
@@ -454,8 +452,7 @@ class TaskMemory:
             ``ErrorArtifact`` when it cannot be stored (bad namespace, mixed list,
             a namespace already used by another storage).
         """
-        return _commit.offload(
-            self,
+        return self._writer.offload(
             tool_name,
             activity_name,
             artifact,
@@ -467,12 +464,6 @@ class TaskMemory:
 
     # ----------------------------------------------------------------- indexing
 
-    def _text_storage(self) -> TextArtifactStorage:
-        storage = self._kind_storage("text")
-        if not isinstance(storage, TextArtifactStorage):
-            raise ValidationError("this TaskMemory's text storage is not a TextArtifactStorage")
-        return storage
-
     def wait_indexed(self, namespace: str | None = None, timeout: float | None = None) -> bool:
         """Block until ``namespace`` (every namespace when None) is fully indexed.
 
@@ -480,7 +471,7 @@ class TaskMemory:
         when an indexing job failed (the error is traced; the raw output is intact and
         indexing is retried when the memory is reopened), or after :meth:`close`.
         """
-        return _index_jobs.wait_indexed(self, namespace, timeout)
+        return self._indexer.wait_indexed(namespace, timeout)
 
     # ------------------------------------------------------------ stats, views
 
@@ -491,9 +482,9 @@ class TaskMemory:
         Raises:
             NotFoundError: Unknown namespace (or another tenant's / scope's).
         """
-        meta = _index_jobs.ensure_exact_pages(self, namespace, self._require(namespace))
+        meta = self._indexer.ensure_exact_pages(namespace, self._parts.require(namespace))
         if meta.stats is None:  # written by an earlier version
-            meta.stats = _card_stats.fresh_stats(self, namespace, meta, [])
+            meta.stats = self._stats.fresh(namespace, meta, [])
         return OutputStats.model_validate(meta.stats)
 
     def describe(self, namespace: str, *, max_tokens: int | None = None) -> str:
@@ -535,14 +526,14 @@ class TaskMemory:
                 and look-around, which RE2 cannot run in linear time).
             ValidationError: A blob namespace, or ``context`` / ``max_matches`` out of range.
         """
-        with _index_jobs.reading(self):
-            return _reads.text_view(self, namespace).grep(
-                pattern,
-                regex=regex,
-                ignore_case=ignore_case,
-                context=context,
-                max_matches=max_matches,
-            )
+        return self._reader.grep(
+            namespace,
+            pattern,
+            regex=regex,
+            ignore_case=ignore_case,
+            context=context,
+            max_matches=max_matches,
+        )
 
     def read_lines(self, namespace: str, start: int, stop: int | None = None) -> TextArtifact:
         """Lines ``start`` (1-based, inclusive) to ``stop`` (exclusive; None = to the end).
@@ -555,14 +546,7 @@ class TaskMemory:
             NotFoundError: Unknown namespace.
             RangeError: ``start`` is not a line of the output, or ``stop <= start``.
         """
-        with _index_jobs.reading(self):
-            view = _reads.text_view(self, namespace)
-            text, first, stop_at = view.read_lines(start, stop)
-        return TextArtifact(
-            value=text,
-            name=namespace,
-            meta={"start": first, "stop": stop_at, "total_lines": view.lines},
-        )
+        return self._reader.read_lines(namespace, start, stop)
 
     def json_outline(self, namespace: str, *, depth: int = 3) -> str:
         """The shape of a JSON (or JSON lines) namespace: types, keys, array lengths.
@@ -571,11 +555,7 @@ class TaskMemory:
             NotFoundError: Unknown namespace.
             NotJsonError: The namespace does not hold JSON.
         """
-        if not isinstance(depth, int) or not 1 <= depth <= 10:
-            raise ValidationError(f"depth must be an int in 1..10, got {depth!r}")
-        with _index_jobs.reading(self):  # the walk over the value is the read's cost too
-            kind, value = _reads.read_json(self, namespace)
-            return json_view.outline(value, depth=depth, kind=kind)
+        return self._reader.json_outline(namespace, depth)
 
     def json_query(self, namespace: str, expression: str) -> Any:
         """The JSON value of the JMESPath ``expression`` over ``namespace``.
@@ -591,9 +571,7 @@ class TaskMemory:
             NotJsonError: The namespace does not hold JSON.
             JsonQueryError: The expression does not parse or fails on the value.
         """
-        with _index_jobs.reading(self):  # JMESPath over 100k items is seconds of Python
-            _, value = _reads.read_json(self, namespace)
-            return json_view.query(value, expression)
+        return self._reader.json_query(namespace, expression)
 
     # ------------------------------------------------------------------ reading
 
@@ -604,17 +582,11 @@ class TaskMemory:
         Raises:
             NamespaceError: ``namespace`` is not a valid namespace name.
         """
-        return self._meta(namespace) is not None
+        return self._parts.meta(namespace) is not None
 
     def namespaces(self) -> list[str]:
         """Committed namespaces of this memory and tenant, sorted."""
-        docs = self._catalog.list_all()
-        return sorted(
-            ns for ns, meta in docs.items() if meta.memory == self.name and not self._expired(meta)
-        )
-
-    def _scope_fields(self) -> dict[str, str]:
-        return self.scope.fields() if self.scope is not None else {"tenant": self.tenant}
+        return self._parts.names()
 
     def prune(
         self,
@@ -633,7 +605,7 @@ class TaskMemory:
         Raises:
             ValidationError: No policy given and the memory has none.
         """
-        return _lifecycle.prune(self, policy, now=now, keep=keep)
+        return self._lifecycle.prune(policy, now=now, keep=keep)
 
     def forget_scope(self, scope: Scope, *, all: bool = False) -> dict[str, int]:
         """Delete chunks, namespace metadata and blobs of every partition ``scope`` selects.
@@ -645,14 +617,14 @@ class TaskMemory:
         private indexes that killed processes left in the temp directory (they may hold
         the text too) are removed; live processes' are named by :meth:`forget_unreached`.
         """
-        return _lifecycle.forget_scope(self, scope, all=all)
+        return self._lifecycle.forget_scope(scope, all=all)
 
     def forget_unreached(self) -> list[str]:
         """What :meth:`forget_scope` cannot reach from this process (for the report):
         the embedded chunk indexes other open processes keep of this memory's store.
         They never answer from forgotten data (every query is filtered by the committed
         metadata) and drop its chunks within seconds of their next use."""
-        return _layout.forget_unreached(self)
+        return self._registration.unreached()
 
     def namespace_metadata(self, namespace: str, *, wait: bool = True) -> dict[str, Any]:
         """Where ``namespace`` came from and how big it is.
@@ -668,29 +640,16 @@ class TaskMemory:
         Raises:
             NotFoundError: The namespace is unknown.
         """
-        meta = self._require(namespace)
+        meta = self._parts.require(namespace)
         if not wait:
-            return _card_stats.public_meta(self, namespace, meta)
+            return self._stats.public(namespace, meta)
         self.wait_indexed(namespace)
-        meta = _index_jobs.ensure_exact_pages(self, namespace, self._require(namespace))
-        return _card_stats.public_meta(self, namespace, meta)
+        meta = self._indexer.ensure_exact_pages(namespace, self._parts.require(namespace))
+        return self._stats.public(namespace, meta)
 
     def load_artifacts(self, namespace: str) -> ListArtifact:
         """Every artifact stored in ``namespace``, byte-identical; empty if unknown."""
-        if self._meta(namespace) is None:
-            return ListArtifact(value=[], name=namespace)
-
-        def load(meta: NamespaceMeta) -> list[BaseArtifact]:
-            return self._kind_storage(meta.storage).load(
-                namespace, meta.entries(), tenant=self.tenant
-            )
-
-        try:
-            return ListArtifact(value=_reads.consistent(self, namespace, load), name=namespace)
-        except NotFoundError:
-            if self._meta(namespace) is None:  # deleted meanwhile: unknown now
-                return ListArtifact(value=[], name=namespace)
-            raise
+        return self._reader.load_artifacts(namespace)
 
     def query(
         self, namespace: str, query: str, top_n: int = 5, *, mode: str = "hybrid"
@@ -711,7 +670,7 @@ class TaskMemory:
                 indexing is tried again, and by every later query). The message says
                 why, and that :meth:`grep` and :meth:`read` still serve the whole output.
         """
-        return _reads.query(self, namespace, query, top_n, mode=mode)
+        return self._reader.query(namespace, query, top_n, mode=mode)
 
     def read(self, namespace: str, page: int = 1, page_tokens: int | None = None) -> TextArtifact:
         """Page ``page`` (1-based) of ``namespace``'s text, in original order.
@@ -727,8 +686,7 @@ class TaskMemory:
             NotFoundError: Unknown namespace.
             RangeError: ``page`` out of range.
         """
-        with _index_jobs.reading(self):
-            return _reads.read_page(self, namespace, page, page_tokens)
+        return self._reader.read_page(namespace, page, page_tokens)
 
     def summarize(
         self,
@@ -746,7 +704,16 @@ class TaskMemory:
             NotFoundError: Unknown namespace.
         """
         if summarizer is None:
-            return excerpt.excerpt(self, namespace, max_tokens=max_tokens)
+            info = self.namespace_metadata(namespace, wait=False)
+            stats = info["stats"] or self.stats(namespace).model_dump()
+            return excerpt.excerpt(
+                self._reader,
+                namespace,
+                tool=info["tool"],
+                stats=stats,
+                tokenizer=self.tokenizer,
+                max_tokens=max_tokens,
+            )
         plan = self._summary_plan(namespace)
         parts = [summarizer.summarize_text(plan.first, max_tokens=max_tokens)]
         for page in plan.rest:
@@ -757,12 +724,12 @@ class TaskMemory:
         return plan.result(summarizer.summarize_text(plan.joined(parts), max_tokens=max_tokens))
 
     def _summary_plan(self, namespace: str) -> SummaryPlan:
-        tool = self._require(namespace).tool
+        tool = self._parts.require(namespace).tool
         return SummaryPlan.start(namespace, tool, self.page_tokens, self.read)
 
     def delete(self, namespace: str) -> bool:
         """Remove ``namespace`` (metadata first, so it disappears at once); False if unknown."""
-        return _lifecycle.delete(self, namespace)
+        return self._lifecycle.delete(namespace)
 
     # ------------------------------------------------------------------ async
 
@@ -894,7 +861,12 @@ class TaskMemory:
         return await asyncio.to_thread(self.wait_indexed, namespace, timeout)
 
 
-_LEGACY = ("offprompt-task-memory", "legacy-vectors-imported")
-#: State session listing the processes whose embedded index mirrors the store.
-_INDEXES = ("offprompt-task-indexes",)  # a session id: one state key per process
-_SWEEP_EVERY_S = 5.0
+def _resolve_scope(scope: Scope | None, tenant: str) -> tuple[Scope | None, str]:
+    """The memory's scope with its tenant filled in, and the tenant."""
+    if scope is None:
+        return None, tenant
+    resolved = as_scope(scope)
+    if resolved.tenant is not None and tenant not in ("default", resolved.tenant):
+        raise NamespaceError(f"tenant {tenant!r} contradicts scope.tenant {resolved.tenant!r}")
+    tenant = resolved.tenant or tenant
+    return resolved.model_copy(update={"tenant": tenant}), tenant

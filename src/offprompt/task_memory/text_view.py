@@ -310,8 +310,11 @@ class TextView:
         else:
             import re2
 
-            matcher = compile_pattern(pattern, regex=regex, ignore_case=ignore_case)._regexp.Match
-            anchor = re2._Anchor.UNANCHORED
+            # RE2's own matcher, below its Python API, finds a match without a copy of
+            # the line; the wrapper has no public way to (private-ok: third party).
+            compiled = compile_pattern(pattern, regex=regex, ignore_case=ignore_case)
+            matcher = compiled._regexp.Match  # private-ok: google-re2's matcher
+            anchor = re2._Anchor.UNANCHORED  # private-ok: google-re2's matcher
         matches: list[GrepMatch] = []
         total = 0
         pos = 0
@@ -437,9 +440,9 @@ class TextView:
         if cached is not None:
             return cached, True
         bounds, offset = (list(partial[0]), partial[1]) if partial else ([0], 0)
-        from offprompt.task_memory.chunking import _token_byte_lengths
+        from offprompt.task_memory.chunking import token_byte_lengths
 
-        lengths = _token_byte_lengths(encoding)
+        lengths = token_byte_lengths(encoding)
         data = self.data
         while offset < len(data) and (page is None or len(bounds) - 1 < page):
             size = min(_SEGMENT, max(_FIRST_SEGMENT, offset))

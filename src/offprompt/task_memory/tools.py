@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from offprompt.errors import ExpiredError, NamespaceError, OffpromptError, ValidationError
-from offprompt.task_memory import _lifecycle
 from offprompt.task_memory.offload import ACTIVITY, DEFAULT_MAX_OUTPUT_TOKENS, bound_text
 from offprompt.tokens import TokenCodec
 
@@ -340,9 +339,7 @@ class _Tools:
         except NamespaceError:
             known_namespace = False
         else:
-            missing = (
-                None if known_namespace else _lifecycle.missing(memory, args.artifact_namespace)
-            )
+            missing = None if known_namespace else memory.lookup_error(args.artifact_namespace)
             if isinstance(missing, ExpiredError):
                 raise _ModelError(f"{missing} (it was stored; it is gone, not misnamed).")
         if not known_namespace:
