@@ -31,7 +31,7 @@ from offprompt.errors import OffpromptError, ValidationError
 
 if TYPE_CHECKING:
     from offprompt.scope import Scope
-    from offprompt.stores.base import ConversationStore
+    from offprompt.stores.protocols import StateStore
 
 __all__ = [
     "GENAI_OPERATIONS",
@@ -253,7 +253,7 @@ class StoreTracer:
         maxlen: Events kept per session.
     """
 
-    def __init__(self, store: ConversationStore, *, maxlen: int = 200) -> None:
+    def __init__(self, store: StateStore, *, maxlen: int = 200) -> None:
         if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 1:
             raise ValidationError(f"maxlen must be a positive int, got {maxlen!r}")
         self.store = store
@@ -273,7 +273,7 @@ class StoreTracer:
 
 
 def read_trace(
-    store: ConversationStore, session_id: str, *, scope: Scope | None = None
+    store: StateStore, session_id: str, *, scope: Scope | None = None
 ) -> list[TraceEvent]:
     """The events a :class:`StoreTracer` kept for ``session_id``, oldest first."""
     kwargs: dict[str, Any] = {} if scope is None else {"scope": scope}

@@ -11,7 +11,16 @@ import pytest
 
 from offprompt.errors import NotFoundError, StorageError, ValidationError
 from offprompt.scope import Scope
-from offprompt.stores import BaseStore, InMemoryStore, QdrantStore, SQLiteStore
+from offprompt.stores import (
+    BaseStore,
+    ConversationStore,
+    InMemoryStore,
+    QdrantStore,
+    SQLiteStore,
+    StateStore,
+    TaskStore,
+)
+from offprompt.task_memory import TaskMemory
 
 ACME = Scope(tenant="acme")
 BOB = Scope(tenant="acme", user="bob", session="s1")
@@ -32,11 +41,27 @@ def tasks(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]
     made.close()
 
 
-def test_a_store_without_task_outputs_says_so() -> None:
+def test_a_store_without_task_outputs_is_refused_where_the_memory_is_built() -> None:
     store = QdrantStore(location=":memory:")
+    assert isinstance(store, ConversationStore) and isinstance(store, StateStore)
+    assert not isinstance(store, TaskStore)
+    with pytest.raises(ValidationError) as refused:
+        TaskMemory(store=store)
+    assert str(refused.value) == (
+        "TaskMemory needs a store that keeps task outputs; QdrantStore does not "
+        "(use SQLiteStore, PostgresStore or InMemoryStore, or path=)"
+    )
+    with pytest.raises(ValidationError, match="QdrantStore does not"):
+        TaskMemory(store=store.scoped(ACME))  # a view of it is no better
     with pytest.raises(StorageError, match="QdrantStore does not keep task outputs"):
-        store.task_list(scope=ACME)
+        store.scoped(ACME).task_list()
     store.close()
+
+
+def test_every_task_store_is_all_three(tasks: BaseStore) -> None:
+    for capability in (ConversationStore, StateStore, TaskStore):
+        assert isinstance(tasks, capability)
+    assert isinstance(tasks.scoped(ACME), TaskStore)
 
 
 def test_commit_is_versioned_and_a_stale_version_conflicts(tasks: BaseStore) -> None:

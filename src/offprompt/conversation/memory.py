@@ -30,7 +30,7 @@ from offprompt.messages import Message
 from offprompt.retention import RetentionPolicy, evict_runs
 from offprompt.scope import Scope, as_scope
 from offprompt.stores.base import (
-    ConversationStore,
+    BaseStore,
     IndexEntry,
     ScopedStore,
     SessionVersion,
@@ -236,7 +236,7 @@ class ConversationMemory:
 
     def __init__(
         self,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         session_id: str = "default",
         *,
         tokenizer: Tokenizer | None = None,

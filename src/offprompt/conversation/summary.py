@@ -24,7 +24,7 @@ from offprompt.errors import ValidationError
 from offprompt.messages import Message
 from offprompt.retention import RetentionPolicy
 from offprompt.scope import Scope
-from offprompt.stores.base import ConversationStore
+from offprompt.stores.base import BaseStore
 from offprompt.summarizers import ExtractiveSummarizer, Summarizer
 from offprompt.tokens import Tokenizer, require_codec
 from offprompt.trace import Tracer
@@ -72,7 +72,7 @@ class SummaryConversationMemory(ConversationMemory):
 
     def __init__(
         self,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         session_id: str = "default",
         *,
         summarizer: Summarizer | None = None,

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any
 from offprompt.stores.base import (
     MAX_SESSION_ID_LENGTH,
     BaseStore,
+    BaseTaskStore,
     ConversationStore,
     IndexEntry,
     SessionInfo,
     SessionVersion,
+    StateStore,
     StoredMessage,
+    TaskStore,
     validate_session_id,
 )
 from offprompt.stores.memory import InMemoryStore
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "BaseStore",
+    "BaseTaskStore",
     "ConversationStore",
     "InMemoryStore",
     "IndexEntry",
@@ -42,7 +46,9 @@ __all__ = [
     "SQLiteStore",
     "SessionInfo",
     "SessionVersion",
+    "StateStore",
     "StoredMessage",
+    "TaskStore",
     "default_path",
     "default_store",
     "open_store",

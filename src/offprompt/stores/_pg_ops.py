@@ -18,7 +18,7 @@ from offprompt.messages import Message
 from offprompt.scope import Scope
 from offprompt.stores import _tasks
 from offprompt.stores._blobrefs import decode_cached, ref_keys
-from offprompt.stores._pg_schema import _PART_KEY
+from offprompt.stores._pg_schema import PART_KEY
 from offprompt.stores.base import (
     SCOPE_COLUMNS,
     ForgetCounts,
@@ -34,7 +34,7 @@ _MAX_SEQ = 2**63 - 1
 #: ``WHERE`` fragment of one exact partition; parameters come from ``Scope.partition()``.
 _P = "tenant = %s AND user_id = %s AND agent = %s AND run = %s"
 
-_T = TypeVar("_T")
+ResultT = TypeVar("ResultT")
 
 
 #: One statement of an operation, and what the operation wants back from it (the task
@@ -45,10 +45,10 @@ _Q = _tasks.Stmt
 #: An operation: a generator of statements that receives each one's rows or rowcount.
 #: The sync and the async driver run the same operations, so each SQL sequence is
 #: written once.
-_Op = Generator[_Q, Any, _T]
+PgOp = Generator[_Q, Any, ResultT]
 
 
-class _Replay(Exception):
+class ReplayedBatch(Exception):
     """A retried batch whose first attempt committed: roll back, return its seqs."""
 
     def __init__(self, seqs: list[int]) -> None:
@@ -67,7 +67,7 @@ def _selector(scope: Scope, *, table: str | None = None) -> tuple[str, list[str]
     return " AND ".join(f"{prefix}{SCOPE_COLUMNS[f]} = %s" for f in fields), list(fields.values())
 
 
-def _check_key(key: Any) -> str | None:
+def check_idempotency_key(key: Any) -> str | None:
     if key is None:
         return None
     if not isinstance(key, str) or not key:
@@ -92,7 +92,7 @@ def _insert_messages(first: str, batch: str, source: str = "") -> str:
     element with a regex, which made that dump most of an append's time (bodies are long).
     """
     return (
-        f"INSERT INTO offprompt_messages ({_PART_KEY}, session_id, seq, role, tokens,"
+        f"INSERT INTO offprompt_messages ({PART_KEY}, session_id, seq, role, tokens,"
         " appended_at, body, batch)"
         f" SELECT %s, %s, %s, %s, %s, {first} + t.i - 1, t.role, t.tokens, %s, t.body, {batch}"
         f" FROM {source}unnest(%b::text[], %b::bigint[], %b::text[])"
@@ -105,9 +105,9 @@ _INSERT_MESSAGES = _insert_messages("%s", "%s")
 #: first of them.
 _BUMP = (
     "INSERT INTO offprompt_sessions AS s"
-    f" ({_PART_KEY}, session_id, next_seq, epoch, message_count, last_activity)"
+    f" ({PART_KEY}, session_id, next_seq, epoch, message_count, last_activity)"
     " VALUES (%s, %s, %s, %s, %s, %s, 0, %s, %s)"
-    f" ON CONFLICT ({_PART_KEY}, session_id) DO UPDATE SET"
+    f" ON CONFLICT ({PART_KEY}, session_id) DO UPDATE SET"
     " next_seq = s.next_seq + EXCLUDED.next_seq,"
     " message_count = s.message_count + EXCLUDED.message_count,"
     " last_activity = EXCLUDED.last_activity"
@@ -117,7 +117,7 @@ _BUMP = (
 
 #: An append without idempotency key or images, as one statement: autocommit makes it
 #: its own transaction (no BEGIN/COMMIT round trips). The upsert locks the session's
-#: counter row first, exactly as in :func:`_op_append`, and the insert takes its seqs
+#: counter row first, exactly as in :func:`op_append`, and the insert takes its seqs
 #: from the upsert's RETURNING, so the guarantees are the same: gapless, batch whole.
 _APPEND_ONE = (
     f"WITH bump AS ({_BUMP}), ins AS ({_insert_messages('bump.first', 'NULL', 'bump, ')})"
@@ -138,13 +138,13 @@ def _message_arrays(
     return [m.role for m in items], counts, [body for body, _ in encoded]
 
 
-def _op_append_one(
+def op_append_one(
     part: tuple[str, str, str, str],
     session_id: str,
     items: list[Message],
     counts: list[int],
     encoded: list[tuple[str, dict[str, bytes]]],
-) -> _Op[list[int]]:
+) -> PgOp[list[int]]:
     n = len(items)
     now = time.time()
     rows = yield _Q(
@@ -161,14 +161,14 @@ def _op_append_one(
     return list(range(first, first + n))
 
 
-def _op_append(
+def op_append(
     part: tuple[str, str, str, str],
     session_id: str,
     items: list[Message],
     counts: list[int],
     encoded: list[tuple[str, dict[str, bytes]]],
     key: str | None,
-) -> _Op[list[int]]:
+) -> PgOp[list[int]]:
     n = len(items)
     now = time.time()
     rows = yield _Q(_BUMP, _bump_params(part, session_id, n, now))
@@ -186,7 +186,7 @@ def _op_append(
                     f"idempotency_key {key!r} was used for a batch of {done_size} messages "
                     f"in session {session_id!r}; this batch has {n}: use a new key"
                 )
-            raise _Replay(list(range(done_first, done_first + n)))
+            raise ReplayedBatch(list(range(done_first, done_first + n)))
     yield _Q(
         _INSERT_MESSAGES,
         (
@@ -204,15 +204,15 @@ def _op_append(
         # DO UPDATE (not NOTHING) locks an existing blob row, so a concurrent delete of
         # "unreferenced" blobs waits for this reference instead of dropping the blob.
         yield _Q(
-            f"INSERT INTO offprompt_blobs ({_PART_KEY}, key, data)"
+            f"INSERT INTO offprompt_blobs ({PART_KEY}, key, data)"
             " SELECT %s, %s, %s, %s, k, d FROM unnest(%b::text[], %b::bytea[]) AS t(k, d)"
-            f" ON CONFLICT ({_PART_KEY}, key) DO UPDATE SET key = EXCLUDED.key",
+            f" ON CONFLICT ({PART_KEY}, key) DO UPDATE SET key = EXCLUDED.key",
             (*part, list(blobs), list(blobs.values())),
             "rowcount",
         )
         refs = [(first + i, k) for i, (_, found_blobs) in enumerate(encoded) for k in found_blobs]
         yield _Q(
-            f"INSERT INTO offprompt_blob_refs ({_PART_KEY}, session_id, seq, key)"
+            f"INSERT INTO offprompt_blob_refs ({PART_KEY}, session_id, seq, key)"
             " SELECT %s, %s, %s, %s, %s, s, k FROM unnest(%s::bigint[], %s::text[]) AS t(s, k)"
             " ON CONFLICT DO NOTHING",
             (*part, session_id, [s for s, _ in refs], [k for _, k in refs]),
@@ -220,7 +220,7 @@ def _op_append(
         )
     if key is not None:
         yield _Q(
-            f"INSERT INTO offprompt_batches ({_PART_KEY}, session_id, key, first_seq, size,"
+            f"INSERT INTO offprompt_batches ({PART_KEY}, session_id, key, first_seq, size,"
             " committed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (*part, session_id, key, first, n, now),
             "rowcount",
@@ -228,15 +228,15 @@ def _op_append(
     return list(range(first, first + n))
 
 
-def _single_statement(prepared: tuple[Any, ...]) -> bool:
+def single_statement(prepared: tuple[Any, ...]) -> bool:
     """Whether an append can be :data:`_APPEND_ONE`: no idempotency key, no images."""
     encoded: list[tuple[str, dict[str, bytes]]] = prepared[4]
     return prepared[5] is None and not any(blobs for _, blobs in encoded)
 
 
-def _op_read(
+def op_read(
     part: tuple[str, str, str, str], session_id: str, ranges: Sequence[tuple[int, int]]
-) -> _Op[list[StoredMessage]]:
+) -> PgOp[list[StoredMessage]]:
     """Messages in any of ``ranges`` (sorted, disjoint), in one statement."""
     if not ranges:
         return []
@@ -265,14 +265,14 @@ def _op_read(
     ]
 
 
-def _whole(start: int | None, end: int | None) -> list[tuple[int, int]]:
+def whole_range(start: int | None, end: int | None) -> list[tuple[int, int]]:
     """The one range ``start <= seq < end`` (open bounds when ``None``)."""
     return [(_MIN_SEQ if start is None else start, _MAX_SEQ if end is None else end)]
 
 
-def _op_read_index(
+def op_read_index(
     part: tuple[str, str, str, str], session_id: str, start: int | None
-) -> _Op[list[IndexEntry]]:
+) -> PgOp[list[IndexEntry]]:
     rows = yield _Q(
         "SELECT seq, tokens, role, appended_at FROM offprompt_messages"
         f" WHERE {_P} AND session_id = %s AND seq >= %s ORDER BY seq",
@@ -281,7 +281,7 @@ def _op_read_index(
     return [IndexEntry(int(seq), int(tokens), role, at) for seq, tokens, role, at in rows]
 
 
-def _op_version(part: tuple[str, str, str, str], session_id: str) -> _Op[SessionVersion]:
+def op_version(part: tuple[str, str, str, str], session_id: str) -> PgOp[SessionVersion]:
     rows = yield _Q(
         f"SELECT next_seq, epoch FROM offprompt_sessions WHERE {_P} AND session_id = %s",
         (*part, session_id),
@@ -289,7 +289,7 @@ def _op_version(part: tuple[str, str, str, str], session_id: str) -> _Op[Session
     return SessionVersion(int(rows[0][0]), int(rows[0][1])) if rows else SessionVersion(0, 0)
 
 
-def _op_count(part: tuple[str, str, str, str], session_id: str) -> _Op[int]:
+def op_count(part: tuple[str, str, str, str], session_id: str) -> PgOp[int]:
     rows = yield _Q(
         f"SELECT message_count FROM offprompt_sessions WHERE {_P} AND session_id = %s",
         (*part, session_id),
@@ -297,15 +297,15 @@ def _op_count(part: tuple[str, str, str, str], session_id: str) -> _Op[int]:
     return int(rows[0][0]) if rows else 0
 
 
-def _op_sessions(scope: Scope) -> _Op[list[SessionInfo]]:
+def op_sessions(scope: Scope) -> PgOp[list[SessionInfo]]:
     where, params = _selector(scope)
     rows = yield _Q(
-        f"SELECT * FROM (SELECT {_PART_KEY}, session_id, message_count, last_activity"
+        f"SELECT * FROM (SELECT {PART_KEY}, session_id, message_count, last_activity"
         f" FROM offprompt_sessions WHERE message_count > 0 AND {where} UNION"
         f" SELECT d.tenant, d.user_id, d.agent, d.run, d.session_id,"
         " coalesce(s.message_count, 0), s.last_activity"
-        f" FROM (SELECT DISTINCT {_PART_KEY}, session_id FROM offprompt_state WHERE {where}) d"
-        f" LEFT JOIN offprompt_sessions s USING ({_PART_KEY}, session_id)) AS listed"
+        f" FROM (SELECT DISTINCT {PART_KEY}, session_id FROM offprompt_state WHERE {where}) d"
+        f" LEFT JOIN offprompt_sessions s USING ({PART_KEY}, session_id)) AS listed"
         # Code-point order, as Python sorts ids, whatever the database's collation.
         ' ORDER BY session_id COLLATE "C", tenant COLLATE "C", user_id COLLATE "C",'
         ' agent COLLATE "C", run COLLATE "C"',
@@ -322,10 +322,10 @@ def _op_sessions(scope: Scope) -> _Op[list[SessionInfo]]:
     ]
 
 
-def _op_drop_refs(where: str, params: Sequence[Any]) -> _Op[int]:
+def _op_drop_refs(where: str, params: Sequence[Any]) -> PgOp[int]:
     """Delete blob refs matching ``where``, then the blobs nothing references any more."""
     gone = yield _Q(
-        f"DELETE FROM offprompt_blob_refs WHERE {where} RETURNING {_PART_KEY}, key", params
+        f"DELETE FROM offprompt_blob_refs WHERE {where} RETURNING {PART_KEY}, key", params
     )
     if not gone:
         return 0
@@ -339,12 +339,12 @@ def _op_drop_refs(where: str, params: Sequence[Any]) -> _Op[int]:
     # row too) then either committed before, and the check below sees its reference,
     # or waits until this transaction has deleted the blob, and inserts it again.
     yield _Q(
-        f"SELECT 1 FROM offprompt_blobs b WHERE ({_PART_KEY}, key) IN"
+        f"SELECT 1 FROM offprompt_blobs b WHERE ({PART_KEY}, key) IN"
         f" (SELECT tenant, user_id, agent, run, key {candidates}) FOR UPDATE",
         columns,
     )
     removed = yield _Q(
-        f"DELETE FROM offprompt_blobs b WHERE ({_PART_KEY}, key) IN"
+        f"DELETE FROM offprompt_blobs b WHERE ({PART_KEY}, key) IN"
         f" (SELECT tenant, user_id, agent, run, key {candidates})"
         " AND NOT EXISTS (SELECT 1 FROM offprompt_blob_refs f WHERE f.tenant = b.tenant"
         " AND f.user_id = b.user_id AND f.agent = b.agent AND f.run = b.run AND f.key = b.key)",
@@ -354,7 +354,7 @@ def _op_drop_refs(where: str, params: Sequence[Any]) -> _Op[int]:
     return int(removed)
 
 
-def _op_lock_session(part: tuple[str, str, str, str], session_id: str) -> _Op[None]:
+def _op_lock_session(part: tuple[str, str, str, str], session_id: str) -> PgOp[None]:
     # Taken before a delete, so a concurrent append either committed (and its rows are
     # deleted and counted) or waits and lands after the delete.
     yield _Q(
@@ -363,7 +363,7 @@ def _op_lock_session(part: tuple[str, str, str, str], session_id: str) -> _Op[No
     )
 
 
-def _op_delete_session(part: tuple[str, str, str, str], session_id: str) -> _Op[int]:
+def op_delete_session(part: tuple[str, str, str, str], session_id: str) -> PgOp[int]:
     where = f"{_P} AND session_id = %s"
     params = (*part, session_id)
     yield from _op_lock_session(part, session_id)
@@ -379,9 +379,9 @@ def _op_delete_session(part: tuple[str, str, str, str], session_id: str) -> _Op[
     return int(deleted)
 
 
-def _op_delete_range(
+def op_delete_range(
     part: tuple[str, str, str, str], session_id: str, start: int | None, end: int | None
-) -> _Op[int]:
+) -> PgOp[int]:
     where = f"{_P} AND session_id = %s AND seq >= %s AND seq < %s"
     params = (
         *part,
@@ -402,18 +402,18 @@ def _op_delete_range(
     return deleted
 
 
-def _op_forget(selected: Scope) -> _Op[ForgetCounts]:
+def op_forget_scope(selected: Scope) -> PgOp[ForgetCounts]:
     where, params = _selector(selected)
     in_sessions, _ = _selector(selected, table="s")
     # Every message row has its session's counter row (the append that writes the one
     # writes the other, and only a forget removes a counter row, after its messages),
     # so a scope's messages are reached through the counter rows: the sessions table
     # has a user_id index, the messages table only its primary key.
-    of_session = " AND ".join(f"m.{c} = s.{c}" for c in (*_PART_KEY.split(", "), "session_id"))
+    of_session = " AND ".join(f"m.{c} = s.{c}" for c in (*PART_KEY.split(", "), "session_id"))
     rows = yield _Q(
-        f"SELECT count(*) FROM (SELECT {_PART_KEY}, session_id FROM offprompt_sessions s"
+        f"SELECT count(*) FROM (SELECT {PART_KEY}, session_id FROM offprompt_sessions s"
         f" WHERE {in_sessions} AND EXISTS (SELECT 1 FROM offprompt_messages m"
-        f" WHERE {of_session}) UNION SELECT {_PART_KEY}, session_id FROM offprompt_state"
+        f" WHERE {of_session}) UNION SELECT {PART_KEY}, session_id FROM offprompt_state"
         f" WHERE {where}) AS touched",
         (*params, *params),
     )
@@ -434,13 +434,13 @@ def _op_forget(selected: Scope) -> _Op[ForgetCounts]:
     # The counter rows and keys go too: a session id can itself identify the subject.
     yield _Q(f"DELETE FROM offprompt_sessions WHERE {where}", params, "rowcount")
     yield _Q(f"DELETE FROM offprompt_batches WHERE {where}", params, "rowcount")
-    tasks, task_blobs = yield from _pg(_tasks.op_forget(selected, parts=True))
+    tasks, task_blobs = yield from as_pg_op(_tasks.op_forget(selected, parts=True))
     return ForgetCounts(
         int(messages), int(state), int(rows[0][0]), int(blobs) + task_blobs, task_outputs=tasks
     )
 
 
-def _pg(op: _tasks.Op[_T]) -> _Op[_T]:
+def as_pg_op(op: _tasks.Op[ResultT]) -> PgOp[ResultT]:
     """A task operation (``?`` placeholders) as one of this module's operations."""
     try:
         stmt = next(op)
@@ -448,11 +448,11 @@ def _pg(op: _tasks.Op[_T]) -> _Op[_T]:
             result = yield _Q(stmt.sql.replace("?", "%s"), stmt.params, stmt.fetch, stmt.binary)
             stmt = op.send(result)
     except StopIteration as stop:
-        done: _T = stop.value
+        done: ResultT = stop.value
         return done
 
 
-def _op_get_state(part: tuple[str, str, str, str], session_id: str, key: str) -> _Op[Any]:
+def op_get_state(part: tuple[str, str, str, str], session_id: str, key: str) -> PgOp[Any]:
     rows = yield _Q(
         f"SELECT value FROM offprompt_state WHERE {_P} AND session_id = %s AND key = %s",
         (*part, session_id, key),
@@ -460,19 +460,19 @@ def _op_get_state(part: tuple[str, str, str, str], session_id: str, key: str) ->
     return json.loads(rows[0][0]) if rows else None
 
 
-def _op_set_state(
+def op_set_state(
     part: tuple[str, str, str, str], session_id: str, key: str, text: str
-) -> _Op[None]:
+) -> PgOp[None]:
     yield _Q(
-        f"INSERT INTO offprompt_state ({_PART_KEY}, session_id, key, value)"
+        f"INSERT INTO offprompt_state ({PART_KEY}, session_id, key, value)"
         " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-        f" ON CONFLICT ({_PART_KEY}, session_id, key) DO UPDATE SET value = EXCLUDED.value",
+        f" ON CONFLICT ({PART_KEY}, session_id, key) DO UPDATE SET value = EXCLUDED.value",
         (*part, session_id, key, text),
         "rowcount",
     )
 
 
-def _op_delete_state(part: tuple[str, str, str, str], session_id: str, key: str) -> _Op[None]:
+def op_delete_state(part: tuple[str, str, str, str], session_id: str, key: str) -> PgOp[None]:
     yield _Q(
         f"DELETE FROM offprompt_state WHERE {_P} AND session_id = %s AND key = %s",
         (*part, session_id, key),
@@ -480,7 +480,7 @@ def _op_delete_state(part: tuple[str, str, str, str], session_id: str, key: str)
     )
 
 
-def _op_state_keys(part: tuple[str, str, str, str], session_id: str, prefix: str) -> _Op[list[str]]:
+def op_state_keys(part: tuple[str, str, str, str], session_id: str, prefix: str) -> PgOp[list[str]]:
     rows = yield _Q(
         f"SELECT key FROM offprompt_state WHERE {_P} AND session_id = %s"
         ' AND left(key, %s) = %s ORDER BY key COLLATE "C"',
@@ -489,13 +489,13 @@ def _op_state_keys(part: tuple[str, str, str, str], session_id: str, prefix: str
     return [r[0] for r in rows]
 
 
-def _op_blob_count(scope: Scope) -> _Op[int]:
+def op_blob_count(scope: Scope) -> PgOp[int]:
     where, params = _selector(scope.model_copy(update={"session": None}))
     rows = yield _Q(f"SELECT count(*) FROM offprompt_blobs WHERE {where}", params)
     return int(rows[0][0])
 
 
-def _op_batches(part: tuple[str, str, str, str], session_id: str) -> _Op[dict[str, list[int]]]:
+def op_batches(part: tuple[str, str, str, str], session_id: str) -> PgOp[dict[str, list[int]]]:
     rows = yield _Q(
         "SELECT key, first_seq, size FROM offprompt_batches"
         f" WHERE {_P} AND session_id = %s ORDER BY first_seq",
@@ -504,7 +504,7 @@ def _op_batches(part: tuple[str, str, str, str], session_id: str) -> _Op[dict[st
     return {key: list(range(int(first), int(first) + int(size))) for key, first, size in rows}
 
 
-def _residue(vacuumed: bool) -> tuple[str, ...]:
+def residue_of(vacuumed: bool) -> tuple[str, ...]:
     pages = (
         "table and index pages: VACUUM freed the deleted rows' space, but PostgreSQL "
         "does not overwrite it until it is reused (PostgresStore.purge() rewrites the "
@@ -521,15 +521,15 @@ def _residue(vacuumed: bool) -> tuple[str, ...]:
     )
 
 
-def _op_schema_version() -> _Op[int]:
+def op_schema_version() -> PgOp[int]:
     rows = yield _Q("SELECT coalesce(max(version), 0) FROM offprompt_schema_version")
     return int(rows[0][0])
 
 
-def _check_prefix(prefix: Any) -> None:
+def check_state_prefix(prefix: Any) -> None:
     if not isinstance(prefix, str):
         raise ValidationError(f"prefix must be a str, got {type(prefix).__name__}")
 
 
-def _with_residue(counts: ForgetCounts, vacuumed: bool) -> ForgetCounts:
-    return dataclasses.replace(counts, residue=_residue(vacuumed))
+def with_residue(counts: ForgetCounts, vacuumed: bool) -> ForgetCounts:
+    return dataclasses.replace(counts, residue=residue_of(vacuumed))

@@ -20,7 +20,7 @@ from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from offprompt.errors import StorageError, ValidationError
-from offprompt.stores._pg_ops import _T, _Op, _Replay
+from offprompt.stores._pg_ops import PgOp, ReplayedBatch, ResultT
 
 #: libpq settings (unless the dsn sets them) that notice a peer gone silent (a cut
 #: link) within seconds: TCP keepalives while waiting for an answer, and a user timeout
@@ -100,29 +100,29 @@ def _describe(params: dict[str, Any]) -> str:
     return f"{host}:{port}/{dbname}"
 
 
-def _run_sync(cur: psycopg.Cursor[Any], op: _Op[_T]) -> _T:
+def _run_sync(cur: psycopg.Cursor[Any], op: PgOp[ResultT]) -> ResultT:
     try:
         query = next(op)
         while True:
             cur.execute(query.sql, query.params, binary=query.binary)
             query = op.send(cur.fetchall() if query.fetch == "rows" else cur.rowcount)
     except StopIteration as stop:
-        result: _T = stop.value
+        result: ResultT = stop.value
         return result
 
 
-async def _run_async(cur: psycopg.AsyncCursor[Any], op: _Op[_T]) -> _T:
+async def _run_async(cur: psycopg.AsyncCursor[Any], op: PgOp[ResultT]) -> ResultT:
     try:
         query = next(op)
         while True:
             await cur.execute(query.sql, query.params, binary=query.binary)
             query = op.send(await cur.fetchall() if query.fetch == "rows" else cur.rowcount)
     except StopIteration as stop:
-        result: _T = stop.value
+        result: ResultT = stop.value
         return result
 
 
-def _skipped_tables(into: list[str]) -> Any:
+def skipped_tables(into: list[str]) -> Any:
     """A notice handler that collects VACUUM's warnings (a table it had to skip)."""
 
     def handler(diag: psycopg.errors.Diagnostic) -> None:
@@ -132,7 +132,7 @@ def _skipped_tables(into: list[str]) -> Any:
     return handler
 
 
-def _close_in_loop(loop: asyncio.AbstractEventLoop, pool: AsyncConnectionPool[Any]) -> None:
+def close_in_loop(loop: asyncio.AbstractEventLoop, pool: AsyncConnectionPool[Any]) -> None:
     """Close ``pool`` from sync code, in the loop it belongs to if that loop can run it."""
     if loop.is_closed():
         return  # its tasks died with the loop; the connections close when collected
@@ -262,7 +262,7 @@ class PgConnections:
             await pool.open()
         return pool
 
-    def _do(self, op: _Op[_T], *, action: str, write: bool = False) -> _T:
+    def _do(self, op: PgOp[ResultT], *, action: str, write: bool = False) -> ResultT:
         committing = lost_at_commit = False
         try:
             with self._sync_pool().connection() as conn:
@@ -273,7 +273,7 @@ class PgConnections:
                         result = _run_sync(conn.cursor(), op)
                         committing = True
                     return result
-                except _Replay as replay:
+                except ReplayedBatch as replay:
                     return replay.seqs  # type: ignore[return-value]
                 except psycopg.OperationalError:
                     lost_at_commit = committing and conn.broken
@@ -285,7 +285,7 @@ class PgConnections:
                 self._checks.failed()
             raise self._error(action, exc, at_commit=lost_at_commit) from None
 
-    async def _ado(self, op: _Op[_T], *, action: str, write: bool = False) -> _T:
+    async def _ado(self, op: PgOp[ResultT], *, action: str, write: bool = False) -> ResultT:
         committing = lost_at_commit = False
         try:
             pool = await self._async_pool()
@@ -297,7 +297,7 @@ class PgConnections:
                         result = await _run_async(conn.cursor(), op)
                         committing = True
                     return result
-                except _Replay as replay:
+                except ReplayedBatch as replay:
                     return replay.seqs  # type: ignore[return-value]
                 except psycopg.OperationalError:
                     lost_at_commit = committing and conn.broken

@@ -33,7 +33,7 @@ _PART_COLS = (
     "tenant text NOT NULL DEFAULT '', user_id text NOT NULL DEFAULT '',"
     " agent text NOT NULL DEFAULT '', run text NOT NULL DEFAULT ''"
 )
-_PART_KEY = "tenant, user_id, agent, run"
+PART_KEY = "tenant, user_id, agent, run"
 
 #: Migration N takes the schema from version N-1 to N.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -42,34 +42,34 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
         f"CREATE TABLE offprompt_sessions ({_PART_COLS}, session_id text NOT NULL,"
         " next_seq bigint NOT NULL, epoch bigint NOT NULL, message_count bigint NOT NULL,"
-        f" last_activity double precision, PRIMARY KEY ({_PART_KEY}, session_id))",
+        f" last_activity double precision, PRIMARY KEY ({PART_KEY}, session_id))",
         "CREATE INDEX offprompt_sessions_user ON offprompt_sessions (user_id)",
         # The key covers what a window's catch-up reads, so read_index skips the bodies.
         f"CREATE TABLE offprompt_messages ({_PART_COLS}, session_id text NOT NULL,"
         " seq bigint NOT NULL, role text NOT NULL, tokens bigint NOT NULL,"
         " appended_at double precision NOT NULL, body text NOT NULL,"
-        f" PRIMARY KEY ({_PART_KEY}, session_id, seq) INCLUDE (tokens, role, appended_at))",
+        f" PRIMARY KEY ({PART_KEY}, session_id, seq) INCLUDE (tokens, role, appended_at))",
         "CREATE INDEX offprompt_messages_user ON offprompt_messages (user_id)",
         f"CREATE TABLE offprompt_state ({_PART_COLS}, session_id text NOT NULL,"
-        f" key text NOT NULL, value text NOT NULL, PRIMARY KEY ({_PART_KEY}, session_id, key))",
+        f" key text NOT NULL, value text NOT NULL, PRIMARY KEY ({PART_KEY}, session_id, key))",
         "CREATE INDEX offprompt_state_user ON offprompt_state (user_id)",
         f"CREATE TABLE offprompt_blobs ({_PART_COLS}, key text NOT NULL, data bytea NOT NULL,"
-        f" PRIMARY KEY ({_PART_KEY}, key))",
+        f" PRIMARY KEY ({PART_KEY}, key))",
         f"CREATE TABLE offprompt_blob_refs ({_PART_COLS}, session_id text NOT NULL,"
         " seq bigint NOT NULL, key text NOT NULL,"
-        f" PRIMARY KEY ({_PART_KEY}, session_id, seq, key))",
-        f"CREATE INDEX offprompt_blob_refs_key ON offprompt_blob_refs ({_PART_KEY}, key)",
+        f" PRIMARY KEY ({PART_KEY}, session_id, seq, key))",
+        f"CREATE INDEX offprompt_blob_refs_key ON offprompt_blob_refs ({PART_KEY}, key)",
     ),
     2: (
         # v2: idempotency keys, so a writer that saw an error can retry a batch safely.
         "ALTER TABLE offprompt_messages ADD COLUMN batch text",
         f"CREATE TABLE offprompt_batches ({_PART_COLS}, session_id text NOT NULL,"
         " key text NOT NULL, first_seq bigint NOT NULL, size integer NOT NULL,"
-        f" committed_at double precision NOT NULL, PRIMARY KEY ({_PART_KEY}, session_id, key))",
+        f" committed_at double precision NOT NULL, PRIMARY KEY ({PART_KEY}, session_id, key))",
         "CREATE INDEX offprompt_batches_user ON offprompt_batches (user_id)",
     ),
     3: (
-        # v3: messages are found through their session's counter row (see _op_forget),
+        # v3: messages are found through their session's counter row (see op_forget_scope),
         # so an append updates one index per message instead of two.
         "DROP INDEX IF EXISTS offprompt_messages_user",
     ),
@@ -154,5 +154,5 @@ def migrate(conn: psycopg.Connection[Any], where: str) -> None:
                     conn.execute("; ".join(WITH_LZ4[step]))
 
 
-def _vacuum_sql(full: bool) -> str:
+def vacuum_sql(full: bool) -> str:
     return f"VACUUM {'FULL ' if full else ''}{', '.join(_TABLES)}"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from offprompt.errors import NotFoundError, StorageError
 from offprompt.scope import Scope
 from offprompt.stores import _tasks
-from offprompt.stores._pg_ops import _T, _Op, _pg
+from offprompt.stores._pg_ops import PgOp, ResultT, as_pg_op
 from offprompt.stores.base import TaskRecord, check_selector
 
 #: Connections that write (and read) one blob's parts at once, at most (and at most the
@@ -45,14 +45,14 @@ class PgTasks:
         _max_size: int
         _owns_pool: bool
 
-        def _do(self, op: _Op[_T], *, action: str, write: bool = False) -> _T: ...
+        def _do(self, op: PgOp[ResultT], *, action: str, write: bool = False) -> ResultT: ...
 
         def _sync_pool(self) -> Any: ...
 
-    def _task(self, op: _tasks.Op[_T], action: str, *, write: bool = False) -> _T:
+    def _task(self, op: _tasks.Op[ResultT], action: str, *, write: bool = False) -> ResultT:
         if self._warmed_pid != os.getpid():
             self._warm()
-        return self._do(_pg(op), action=action, write=write)
+        return self._do(as_pg_op(op), action=action, write=write)
 
     def _warm(self) -> None:
         """On the first task-output call of a process, have the pool (the store's own)

@@ -1,11 +1,15 @@
-"""The store interface (``BaseStore``, alias ``ConversationStore``), its records, its checks.
+"""The store base classes (``BaseStore``, ``BaseTaskStore``), their records, their checks.
 
 A store keeps, per session, an ordered log of messages (each with the token count
 computed when it was added) and a few small JSON documents ("state": a summary and its
 index, adapter settings). Sequence numbers are assigned by the store, atomically, per
 session; they only grow and are never reused within a session, even after
-:meth:`ConversationStore.delete_session`, so a reader that caches by sequence number
-can always tell whether its cache is current (see :meth:`ConversationStore.version`).
+:meth:`BaseStore.delete_session`, so a reader that caches by sequence number
+can always tell whether its cache is current (see :meth:`BaseStore.version`).
+
+A store offers up to three capabilities (:mod:`offprompt.stores.protocols`): every
+``BaseStore`` is a ``ConversationStore`` and a ``StateStore``; a ``BaseTaskStore`` is a
+``TaskStore`` too.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from typing_extensions import Self
 
@@ -25,18 +29,22 @@ from offprompt._validation import MAX_SESSION_ID_LENGTH, ensure_json, validate_s
 from offprompt.errors import NamespaceError, StorageError, ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
+from offprompt.stores.protocols import ConversationStore, StateStore, TaskStore
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "BaseStore",
+    "BaseTaskStore",
     "ConversationStore",
     "ForgetCounts",
     "IndexEntry",
     "ScopedStore",
     "SessionInfo",
     "SessionVersion",
+    "StateStore",
     "StoredMessage",
     "TaskRecord",
+    "TaskStore",
     "check_append",
     "validate_session_id",
 ]
@@ -258,7 +266,9 @@ class ForgetCounts:
 class BaseStore(ABC):
     """Durable, ordered message logs per session, plus small JSON state documents.
 
-    This is the one store interface (:data:`ConversationStore` is its other name).
+    A :class:`~offprompt.stores.protocols.ConversationStore` and a
+    :class:`~offprompt.stores.protocols.StateStore`; a store that also keeps task
+    outputs subclasses :class:`BaseTaskStore`.
     Subclasses implement the sync methods; every one has an async twin with an ``a``
     prefix that runs it with :func:`asyncio.to_thread`, so the event loop never waits on
     disk or network I/O. Unknown sessions read as empty; they are never an error.
@@ -270,7 +280,6 @@ class BaseStore(ABC):
     ``scope`` as a selector instead (every partition whose fields match).
     """
 
-    @abstractmethod
     def append(
         self,
         session_id: str,
@@ -279,9 +288,21 @@ class BaseStore(ABC):
         *,
         scope: Scope | None = None,
     ) -> list[int]:
-        """Append messages with their token counts in one transaction; return their seqs."""
+        """Append messages with their token counts in one transaction; return their seqs.
+
+        Raises:
+            ValidationError: A bad session id, a non-``Message`` item, or token counts
+                that are not one non-negative int per message (nothing is written).
+        """
+        items, counts = check_append(session_id, messages, tokens)
+        return self._append(session_id, items, counts, scope=scope)
 
     @abstractmethod
+    def _append(
+        self, session_id: str, messages: list[Message], tokens: list[int], *, scope: Scope | None
+    ) -> list[int]:
+        """:meth:`append` of checked input: write it in one transaction."""
+
     def read(
         self,
         session_id: str,
@@ -290,7 +311,19 @@ class BaseStore(ABC):
         end: int | None = None,
         scope: Scope | None = None,
     ) -> list[StoredMessage]:
-        """Messages with ``start <= seq < end`` (open bounds when ``None``), by seq."""
+        """Messages with ``start <= seq < end`` (open bounds when ``None``), by seq.
+
+        Raises:
+            ValidationError: ``start`` or ``end`` is not an int or ``None``.
+        """
+        check_range(start, end)
+        return self._read(session_id, start=start, end=end, scope=scope)
+
+    @abstractmethod
+    def _read(
+        self, session_id: str, *, start: int | None, end: int | None, scope: Scope | None
+    ) -> list[StoredMessage]:
+        """:meth:`read` of checked bounds."""
 
     def read_ranges(
         self,
@@ -381,83 +414,6 @@ class BaseStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""
-
-    # -- task outputs (TaskMemory(store=...)) -------------------------------------------
-    # A namespace's metadata document, versioned, and the content-addressed raw bytes it
-    # refers to. ``scope`` is the exact partition (tenant, user, agent, run and session).
-    # Stores that keep no task outputs raise StorageError (this default).
-
-    def _no_tasks(self) -> StorageError:
-        return StorageError(f"{type(self).__name__} does not keep task outputs")
-
-    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
-        """The committed metadata of ``namespace``, or ``None``."""
-        raise self._no_tasks()
-
-    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
-        """Every committed namespace of the partition, sorted by namespace."""
-        raise self._no_tasks()
-
-    def task_commit(
-        self,
-        namespace: str,
-        meta: dict[str, Any],
-        *,
-        expect: int | None,
-        blobs: Sequence[str] = (),
-        scope: Scope | None = None,
-    ) -> int | None:
-        """Commit ``meta`` if the stored version is still ``expect`` (``None``: the
-        namespace must not exist) and every blob key in ``blobs`` is stored, in one
-        transaction. Returns the new version, or ``None`` on a version conflict.
-
-        Raises:
-            NotFoundError: A blob in ``blobs`` is not stored (nothing was written).
-        """
-        raise self._no_tasks()
-
-    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
-        """Delete the namespace's metadata and blobs at once; returns what was deleted."""
-        raise self._no_tasks()
-
-    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
-        """Store ``data`` (durably, before returning); returns its key (SHA-256)."""
-        raise self._no_tasks()
-
-    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
-        """The bytes stored under ``key``.
-
-        Raises:
-            NotFoundError: No such blob.
-        """
-        raise self._no_tasks()
-
-    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
-        """Keys of the namespace's blobs, sorted."""
-        raise self._no_tasks()
-
-    def task_delete_blob(
-        self,
-        namespace: str,
-        key: str | None = None,
-        *,
-        scope: Scope | None = None,
-        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
-    ) -> int:
-        """Delete one blob (every blob of the namespace when ``key`` is None); how many went.
-
-        With ``referenced`` (the blob keys a committed metadata document refers to), a
-        blob the namespace's committed metadata refers to stays: the check and the delete
-        are one step, exclusive with every :meth:`task_commit` and :meth:`task_delete` of
-        the namespace in every process and host, so a delete racing a store never removes
-        the bytes that store committed.
-        """
-        raise self._no_tasks()
-
-    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
-        """Delete the task outputs (and their blobs) of every partition ``scope`` selects,
-        and nothing else; returns ``(outputs, blobs)``. :meth:`forget_scope` does this too."""
-        raise self._no_tasks()
 
     def scoped(self, scope: Scope) -> ScopedStore:
         """A view of this store that passes ``scope`` to every call.
@@ -588,8 +544,85 @@ class BaseStore(ABC):
         await asyncio.to_thread(self.close)
 
 
-ConversationStore: TypeAlias = BaseStore
-"""The store interface under the name the memories use (the same class as :class:`BaseStore`)."""
+class BaseTaskStore(BaseStore):
+    """A :class:`BaseStore` that also keeps task outputs (``TaskMemory(store=...)``):
+    the :class:`~offprompt.stores.protocols.TaskStore` capability.
+
+    A namespace's metadata document, versioned, and the content-addressed raw bytes it
+    refers to. ``scope`` is the exact partition (tenant, user, agent, run and session).
+    ``SQLiteStore``, ``PostgresStore`` and ``InMemoryStore`` are task stores;
+    ``QdrantStore`` is not, and ``TaskMemory(store=...)`` refuses it at construction.
+    """
+
+    @abstractmethod
+    def task_get(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        """The committed metadata of ``namespace``, or ``None``."""
+
+    @abstractmethod
+    def task_list(self, *, scope: Scope | None = None) -> list[TaskRecord]:
+        """Every committed namespace of the partition, sorted by namespace."""
+
+    @abstractmethod
+    def task_commit(
+        self,
+        namespace: str,
+        meta: dict[str, Any],
+        *,
+        expect: int | None,
+        blobs: Sequence[str] = (),
+        scope: Scope | None = None,
+    ) -> int | None:
+        """Commit ``meta`` if the stored version is still ``expect`` (``None``: the
+        namespace must not exist) and every blob key in ``blobs`` is stored, in one
+        transaction. Returns the new version, or ``None`` on a version conflict.
+
+        Raises:
+            NotFoundError: A blob in ``blobs`` is not stored (nothing was written).
+        """
+
+    @abstractmethod
+    def task_delete(self, namespace: str, *, scope: Scope | None = None) -> TaskRecord | None:
+        """Delete the namespace's metadata and blobs at once; returns what was deleted."""
+
+    @abstractmethod
+    def task_put_blob(self, namespace: str, data: bytes, *, scope: Scope | None = None) -> str:
+        """Store ``data`` (durably, before returning); returns its key (SHA-256)."""
+
+    @abstractmethod
+    def task_get_blob(self, namespace: str, key: str, *, scope: Scope | None = None) -> bytes:
+        """The bytes stored under ``key``.
+
+        Raises:
+            NotFoundError: No such blob.
+        """
+
+    @abstractmethod
+    def task_blob_keys(self, namespace: str, *, scope: Scope | None = None) -> list[str]:
+        """Keys of the namespace's blobs, sorted."""
+
+    @abstractmethod
+    def task_delete_blob(
+        self,
+        namespace: str,
+        key: str | None = None,
+        *,
+        scope: Scope | None = None,
+        referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,
+    ) -> int:
+        """Delete one blob (every blob of the namespace when ``key`` is None); how many went.
+
+        With ``referenced`` (the blob keys a committed metadata document refers to), a
+        blob the namespace's committed metadata refers to stays: the check and the delete
+        are one step, exclusive with every :meth:`task_commit` and :meth:`task_delete` of
+        the namespace in every process and host, so a delete racing a store never removes
+        the bytes that store committed.
+        """
+
+    @abstractmethod
+    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
+        """Delete the task outputs (and their blobs) of every partition ``scope`` selects,
+        and nothing else; returns ``(outputs, blobs)``. :meth:`forget_scope` does this too."""
+
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -611,7 +644,26 @@ def _forwarded(
     return forward
 
 
-class ScopedStore(BaseStore):
+def _task_forwarded(
+    method: Callable[Concatenate[BaseTaskStore, _P], _R],
+) -> Callable[Concatenate[ScopedStore, _P], _R]:
+    """``method`` of the wrapped task store, called with the view's scope; a
+    ``StorageError`` when the wrapped store keeps no task outputs."""
+    name = method.__name__
+
+    def forward(self: ScopedStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if not isinstance(self.inner, BaseTaskStore):
+            raise StorageError(f"{type(self.inner).__name__} does not keep task outputs")
+        kwargs["scope"] = self._s(cast("Scope | None", kwargs.get("scope")))
+        result: _R = getattr(self.inner, name)(*args, **kwargs)
+        return result
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = method.__doc__
+    return forward
+
+
+class ScopedStore(BaseTaskStore):
     """A store view that passes one fixed scope to every call.
 
     Hand it to anything that takes a store (``ConversationMemory``, ``PlanMemory``,
@@ -638,8 +690,16 @@ class ScopedStore(BaseStore):
             )
         return self.scope
 
-    append = _forwarded(BaseStore.append)
-    read = _forwarded(BaseStore.read)
+    def _append(
+        self, session_id: str, messages: list[Message], tokens: list[int], *, scope: Scope | None
+    ) -> list[int]:
+        return self.inner.append(session_id, messages, tokens, scope=self._s(scope))
+
+    def _read(
+        self, session_id: str, *, start: int | None, end: int | None, scope: Scope | None
+    ) -> list[StoredMessage]:
+        return self.inner.read(session_id, start=start, end=end, scope=self._s(scope))
+
     read_ranges = _forwarded(BaseStore.read_ranges)
     read_index = _forwarded(BaseStore.read_index)
     version = _forwarded(BaseStore.version)
@@ -652,23 +712,33 @@ class ScopedStore(BaseStore):
     delete_state = _forwarded(BaseStore.delete_state)
     state_keys = _forwarded(BaseStore.state_keys)
     blob_count = _forwarded(BaseStore.blob_count)
-    task_get = _forwarded(BaseStore.task_get)
-    task_list = _forwarded(BaseStore.task_list)
-    task_commit = _forwarded(BaseStore.task_commit)
-    task_delete = _forwarded(BaseStore.task_delete)
-    task_put_blob = _forwarded(BaseStore.task_put_blob)
-    task_get_blob = _forwarded(BaseStore.task_get_blob)
-    task_blob_keys = _forwarded(BaseStore.task_blob_keys)
-    task_delete_blob = _forwarded(BaseStore.task_delete_blob)
+    task_get = _task_forwarded(BaseTaskStore.task_get)
+    task_list = _task_forwarded(BaseTaskStore.task_list)
+    task_commit = _task_forwarded(BaseTaskStore.task_commit)
+    task_delete = _task_forwarded(BaseTaskStore.task_delete)
+    task_put_blob = _task_forwarded(BaseTaskStore.task_put_blob)
+    task_get_blob = _task_forwarded(BaseTaskStore.task_get_blob)
+    task_blob_keys = _task_forwarded(BaseTaskStore.task_blob_keys)
+    task_delete_blob = _task_forwarded(BaseTaskStore.task_delete_blob)
 
-    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
-        """Forget ``scope`` narrowed to this view's scope (never reaches outside it)."""
+    def _narrowed(self, scope: Scope) -> Scope:
         given = as_scope(scope).fields()
         mine = self.scope.fields()
         clash = [f for f in given if f in mine and given[f] != mine[f]]
         if clash:
             raise NamespaceError(f"scope {scope} lies outside this view's scope {self.scope}")
-        return self.inner.forget_scope(Scope(**{**mine, **given}), all=all)
+        return Scope(**{**mine, **given})
+
+    def forget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
+        """Forget ``scope`` narrowed to this view's scope (never reaches outside it)."""
+        return self.inner.forget_scope(self._narrowed(scope), all=all)
+
+    def task_forget_scope(self, scope: Scope, *, all: bool = False) -> tuple[int, int]:
+        """The wrapped task store's :meth:`~BaseTaskStore.task_forget_scope`, narrowed to
+        this view's scope."""
+        if not isinstance(self.inner, BaseTaskStore):
+            raise StorageError(f"{type(self.inner).__name__} does not keep task outputs")
+        return self.inner.task_forget_scope(self._narrowed(scope), all=all)
 
     @property
     def binary_state(self) -> bool:

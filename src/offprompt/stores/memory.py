@@ -19,14 +19,13 @@ from offprompt.messages import Message
 from offprompt.scope import PARTITION_FIELDS, Scope, as_scope
 from offprompt.stores import _tasks
 from offprompt.stores.base import (
-    BaseStore,
+    BaseTaskStore,
     ForgetCounts,
     IndexEntry,
     SessionInfo,
     SessionVersion,
     StoredMessage,
     TaskRecord,
-    check_append,
     check_range,
     check_scope_session,
     check_selector,
@@ -101,7 +100,7 @@ class _Session:
         return lo, max(lo, hi)
 
 
-class InMemoryStore(BaseStore):
+class InMemoryStore(BaseTaskStore):
     """A :class:`~offprompt.stores.ConversationStore` held in this process's memory.
 
     Thread-safe. Like the durable stores, it keeps values, not the caller's objects:
@@ -133,43 +132,31 @@ class InMemoryStore(BaseStore):
     def _get(self, session_id: str, scope: Scope | None) -> _Session | None:
         return self._sessions.get((check_scope_session(session_id, scope), session_id))
 
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        tokens: Sequence[int],
-        *,
-        scope: Scope | None = None,
+    def _append(
+        self, session_id: str, messages: list[Message], tokens: list[int], *, scope: Scope | None
     ) -> list[int]:
         part = check_scope_session(session_id, scope)
-        items, counts = check_append(session_id, messages, tokens)
-        items = [_copy_message(m) for m in items]
+        copies = [_copy_message(m) for m in messages]
         now = time.time()
         with self._lock:
             session = self._sessions.setdefault((part, session_id), _Session())
             first = session.next_seq
-            seqs = list(range(first, first + len(items)))
+            seqs = list(range(first, first + len(copies)))
             session.seqs.extend(seqs)
             session.rows.extend(
                 StoredMessage(session_id, seq, message, count)
-                for seq, message, count in zip(seqs, items, counts, strict=True)
+                for seq, message, count in zip(seqs, copies, tokens, strict=True)
             )
-            session.roles.extend(message.role for message in items)
-            session.times.extend(now for _ in items)
-            session.next_seq += len(items)
-            if items:
+            session.roles.extend(message.role for message in copies)
+            session.times.extend(now for _ in copies)
+            session.next_seq += len(copies)
+            if copies:
                 session.last_activity = datetime.now(timezone.utc)
             return seqs
 
-    def read(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
+    def _read(
+        self, session_id: str, *, start: int | None, end: int | None, scope: Scope | None
     ) -> list[StoredMessage]:
-        check_range(start, end)
         with self._lock:
             session = self._get(session_id, scope)
             if session is None:

@@ -90,41 +90,41 @@ from offprompt.scope import Scope, as_scope
 from offprompt.stores._blobrefs import externalize
 from offprompt.stores._pg_ops import (
     MAX_IDEMPOTENCY_KEY_LENGTH,
-    _check_key,
-    _check_prefix,
-    _op_append,
-    _op_append_one,
-    _op_batches,
-    _op_blob_count,
-    _op_count,
-    _op_delete_range,
-    _op_delete_session,
-    _op_delete_state,
-    _op_forget,
-    _op_get_state,
-    _op_read,
-    _op_read_index,
-    _op_schema_version,
-    _op_sessions,
-    _op_set_state,
-    _op_state_keys,
-    _op_version,
-    _residue,
-    _single_statement,
-    _whole,
-    _with_residue,
+    check_idempotency_key,
+    check_state_prefix,
+    op_append,
+    op_append_one,
+    op_batches,
+    op_blob_count,
+    op_count,
+    op_delete_range,
+    op_delete_session,
+    op_delete_state,
+    op_forget_scope,
+    op_get_state,
+    op_read,
+    op_read_index,
+    op_schema_version,
+    op_sessions,
+    op_set_state,
+    op_state_keys,
+    op_version,
+    residue_of,
+    single_statement,
+    whole_range,
+    with_residue,
 )
 from offprompt.stores._pg_pool import (
     CHECK_AFTER_IDLE_S,
     PgConnections,
-    _close_in_loop,
-    _skipped_tables,
+    close_in_loop,
     redact_dsn,
+    skipped_tables,
 )
-from offprompt.stores._pg_schema import SCHEMA_VERSION, _vacuum_sql, migrate
+from offprompt.stores._pg_schema import SCHEMA_VERSION, migrate, vacuum_sql
 from offprompt.stores._pg_tasks import PgTasks
 from offprompt.stores.base import (
-    BaseStore,
+    BaseTaskStore,
     ForgetCounts,
     IndexEntry,
     SessionInfo,
@@ -148,7 +148,7 @@ __all__ = [
 ]
 
 
-class PostgresStore(PgTasks, PgConnections, BaseStore):
+class PostgresStore(PgTasks, PgConnections, BaseTaskStore):
     """A :class:`~offprompt.stores.ConversationStore` on a PostgreSQL server.
 
     Several processes on several machines can append to one session at once: seqs stay
@@ -201,7 +201,7 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
     @property
     def schema_version(self) -> int:
         """The schema version of the database."""
-        rows = self._do(_op_schema_version(), action="reading the schema version")
+        rows = self._do(op_schema_version(), action="reading the schema version")
         return rows
 
     # -- messages --------------------------------------------------------------------
@@ -228,9 +228,9 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
         prepared = self._prepare_append(session_id, messages, tokens, scope, idempotency_key)
         if prepared is None:
             return []
-        if _single_statement(prepared):
-            return self._do(_op_append_one(*prepared[:5]), action="append")
-        return self._do(_op_append(*prepared), action="append", write=True)
+        if single_statement(prepared):
+            return self._do(op_append_one(*prepared[:5]), action="append")
+        return self._do(op_append(*prepared), action="append", write=True)
 
     async def aappend(
         self,
@@ -245,9 +245,9 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
         prepared = self._prepare_append(session_id, messages, tokens, scope, idempotency_key)
         if prepared is None:
             return []
-        if _single_statement(prepared):
-            return await self._ado(_op_append_one(*prepared[:5]), action="append")
-        return await self._ado(_op_append(*prepared), action="append", write=True)
+        if single_statement(prepared):
+            return await self._ado(op_append_one(*prepared[:5]), action="append")
+        return await self._ado(op_append(*prepared), action="append", write=True)
 
     @staticmethod
     def _prepare_append(
@@ -269,22 +269,23 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
     ):
         part = check_scope_session(session_id, scope)
         items, counts = check_append(session_id, messages, tokens)
-        key = _check_key(idempotency_key)
+        key = check_idempotency_key(idempotency_key)
         if not items:
             return None
         return part, session_id, items, counts, [externalize(m) for m in items], key
 
-    def read(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
+    def _append(
+        self, session_id: str, messages: list[Message], tokens: list[int], *, scope: Scope | None
+    ) -> list[int]:
+        # append() itself is overridden: its signature adds idempotency_key, and its
+        # async twin runs on psycopg's async API; both check through _prepare_append.
+        return self.append(session_id, messages, tokens, scope=scope)
+
+    def _read(
+        self, session_id: str, *, start: int | None, end: int | None, scope: Scope | None
     ) -> list[StoredMessage]:
         part = check_scope_session(session_id, scope)
-        check_range(start, end)
-        return self._do(_op_read(part, session_id, _whole(start, end)), action="read")
+        return self._do(op_read(part, session_id, whole_range(start, end)), action="read")
 
     def read_ranges(
         self,
@@ -296,7 +297,7 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
         """Messages whose seq lies in any ``(start, end)`` range, by seq: one round trip."""
         part = check_scope_session(session_id, scope)
         merged = merge_ranges(ranges)
-        return self._do(_op_read(part, session_id, merged), action="read")
+        return self._do(op_read(part, session_id, merged), action="read")
 
     async def aread(
         self,
@@ -308,63 +309,63 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
     ) -> list[StoredMessage]:
         part = check_scope_session(session_id, scope)
         check_range(start, end)
-        return await self._ado(_op_read(part, session_id, _whole(start, end)), action="read")
+        return await self._ado(op_read(part, session_id, whole_range(start, end)), action="read")
 
     def read_index(
         self, session_id: str, *, start: int | None = None, scope: Scope | None = None
     ) -> list[IndexEntry]:
         part = check_scope_session(session_id, scope)
         check_range(start, None)
-        return self._do(_op_read_index(part, session_id, start), action="read_index")
+        return self._do(op_read_index(part, session_id, start), action="read_index")
 
     async def aread_index(
         self, session_id: str, *, start: int | None = None, scope: Scope | None = None
     ) -> list[IndexEntry]:
         part = check_scope_session(session_id, scope)
         check_range(start, None)
-        return await self._ado(_op_read_index(part, session_id, start), action="read_index")
+        return await self._ado(op_read_index(part, session_id, start), action="read_index")
 
     def version(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
         part = check_scope_session(session_id, scope)
-        return self._do(_op_version(part, session_id), action="version")
+        return self._do(op_version(part, session_id), action="version")
 
     async def aversion(self, session_id: str, *, scope: Scope | None = None) -> SessionVersion:
         part = check_scope_session(session_id, scope)
-        return await self._ado(_op_version(part, session_id), action="version")
+        return await self._ado(op_version(part, session_id), action="version")
 
     def count(self, session_id: str, *, scope: Scope | None = None) -> int:
         part = check_scope_session(session_id, scope)
-        return self._do(_op_count(part, session_id), action="count")
+        return self._do(op_count(part, session_id), action="count")
 
     async def acount(self, session_id: str, *, scope: Scope | None = None) -> int:
         part = check_scope_session(session_id, scope)
-        return await self._ado(_op_count(part, session_id), action="count")
+        return await self._ado(op_count(part, session_id), action="count")
 
     def sessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        return self._do(_op_sessions(as_scope(scope)), action="sessions")
+        return self._do(op_sessions(as_scope(scope)), action="sessions")
 
     async def asessions(self, *, scope: Scope | None = None) -> list[SessionInfo]:
-        return await self._ado(_op_sessions(as_scope(scope)), action="sessions")
+        return await self._ado(op_sessions(as_scope(scope)), action="sessions")
 
     def batches(self, session_id: str, *, scope: Scope | None = None) -> dict[str, list[int]]:
         """The session's idempotency keys and the seqs of the batch each one names."""
         part = check_scope_session(session_id, scope)
-        return self._do(_op_batches(part, session_id), action="batches")
+        return self._do(op_batches(part, session_id), action="batches")
 
     def delete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
         part = check_scope_session(session_id, scope)
-        return self._do(_op_delete_session(part, session_id), action="delete", write=True)
+        return self._do(op_delete_session(part, session_id), action="delete", write=True)
 
     async def adelete_session(self, session_id: str, *, scope: Scope | None = None) -> int:
         part = check_scope_session(session_id, scope)
-        return await self._ado(_op_delete_session(part, session_id), action="delete", write=True)
+        return await self._ado(op_delete_session(part, session_id), action="delete", write=True)
 
     def delete_range(
         self, session_id: str, start: int | None, end: int | None, *, scope: Scope | None = None
     ) -> int:
         part = check_scope_session(session_id, scope)
         check_range(start, end)
-        op = _op_delete_range(part, session_id, start, end)
+        op = op_delete_range(part, session_id, start, end)
         return self._do(op, action="delete", write=True)
 
     async def adelete_range(
@@ -372,7 +373,7 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
     ) -> int:
         part = check_scope_session(session_id, scope)
         check_range(start, end)
-        op = _op_delete_range(part, session_id, start, end)
+        op = op_delete_range(part, session_id, start, end)
         return await self._ado(op, action="delete", write=True)
 
     async def adelete_before(self, session_id: str, seq: int, *, scope: Scope | None = None) -> int:
@@ -389,21 +390,21 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
         and backups).
         """
         selected = check_selector(scope, all=all)
-        counts = self._do(_op_forget(selected), action="forget", write=True)
-        return _with_residue(counts, self._vacuum())
+        counts = self._do(op_forget_scope(selected), action="forget", write=True)
+        return with_residue(counts, self._vacuum())
 
     async def aforget_scope(self, scope: Scope, *, all: bool = False) -> ForgetCounts:
         selected = check_selector(scope, all=all)
-        counts = await self._ado(_op_forget(selected), action="forget", write=True)
-        return _with_residue(counts, await self._avacuum())
+        counts = await self._ado(op_forget_scope(selected), action="forget", write=True)
+        return with_residue(counts, await self._avacuum())
 
     def _vacuum(self, full: bool = False) -> bool:
         skipped: list[str] = []
         with self._admin("VACUUM") as conn:
-            handler = _skipped_tables(skipped)
+            handler = skipped_tables(skipped)
             conn.add_notice_handler(handler)
             try:
-                conn.execute(_vacuum_sql(full))
+                conn.execute(vacuum_sql(full))
             finally:
                 conn.remove_notice_handler(handler)
         return not skipped
@@ -415,10 +416,10 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
             async with pool.connection() as conn:
                 previous = conn.autocommit
                 await conn.set_autocommit(True)
-                handler = _skipped_tables(skipped)
+                handler = skipped_tables(skipped)
                 conn.add_notice_handler(handler)
                 try:
-                    await conn.execute(_vacuum_sql(full))
+                    await conn.execute(vacuum_sql(full))
                 finally:
                     conn.remove_notice_handler(handler)
                     await conn.set_autocommit(previous)
@@ -439,30 +440,30 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
                 "(the store's role must own them)",
                 host=self.where,
             )
-        return list(_residue(True)[1:])
+        return list(residue_of(True)[1:])
 
     def blob_count(self, *, scope: Scope | None = None) -> int:
-        return self._do(_op_blob_count(as_scope(scope)), action="blob_count")
+        return self._do(op_blob_count(as_scope(scope)), action="blob_count")
 
     # -- state -----------------------------------------------------------------------
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        return self._do(_op_get_state(part, session_id, key), action="get_state")
+        return self._do(op_get_state(part, session_id, key), action="get_state")
 
     async def aget_state(
         self, session_id: str, key: str, *, scope: Scope | None = None
     ) -> Any | None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        return await self._ado(_op_get_state(part, session_id, key), action="get_state")
+        return await self._ado(op_get_state(part, session_id, key), action="get_state")
 
     def set_state(
         self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
     ) -> None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        op = _op_set_state(part, session_id, key, encode_state(value))
+        op = op_set_state(part, session_id, key, encode_state(value))
         self._do(op, action="set_state", write=True)
 
     async def aset_state(
@@ -470,33 +471,33 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
     ) -> None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        op = _op_set_state(part, session_id, key, encode_state(value))
+        op = op_set_state(part, session_id, key, encode_state(value))
         await self._ado(op, action="set_state", write=True)
 
     def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        self._do(_op_delete_state(part, session_id, key), action="delete_state", write=True)
+        self._do(op_delete_state(part, session_id, key), action="delete_state", write=True)
 
     async def adelete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
         part = check_scope_session(session_id, scope)
         check_state(session_id, key)
-        op = _op_delete_state(part, session_id, key)
+        op = op_delete_state(part, session_id, key)
         await self._ado(op, action="delete_state", write=True)
 
     def state_keys(
         self, session_id: str, prefix: str = "", *, scope: Scope | None = None
     ) -> list[str]:
         part = check_scope_session(session_id, scope)
-        _check_prefix(prefix)
-        return self._do(_op_state_keys(part, session_id, prefix), action="state_keys")
+        check_state_prefix(prefix)
+        return self._do(op_state_keys(part, session_id, prefix), action="state_keys")
 
     async def astate_keys(
         self, session_id: str, prefix: str = "", *, scope: Scope | None = None
     ) -> list[str]:
         part = check_scope_session(session_id, scope)
-        _check_prefix(prefix)
-        return await self._ado(_op_state_keys(part, session_id, prefix), action="state_keys")
+        check_state_prefix(prefix)
+        return await self._ado(op_state_keys(part, session_id, prefix), action="state_keys")
 
     # -- closing ---------------------------------------------------------------------
     def close(self) -> None:
@@ -515,7 +516,7 @@ class PostgresStore(PgTasks, PgConnections, BaseStore):
         if pool is not None and self._owns_pool:
             pool.close()
         for loop, async_pool in pools:
-            _close_in_loop(loop, async_pool)
+            close_in_loop(loop, async_pool)
 
     async def aclose(self) -> None:
         """Close the store: this loop's async pool awaited, the others as :meth:`close`."""

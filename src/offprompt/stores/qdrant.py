@@ -35,7 +35,6 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +49,6 @@ from offprompt.stores.base import (
     SessionInfo,
     SessionVersion,
     StoredMessage,
-    check_append,
     check_range,
     check_scope_session,
     check_selector,
@@ -335,21 +333,15 @@ class QdrantStore(BaseStore):
         )
 
     # -- messages --------------------------------------------------------------------
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        tokens: Sequence[int],
-        *,
-        scope: Scope | None = None,
+    def _append(
+        self, session_id: str, messages: list[Message], tokens: list[int], *, scope: Scope | None
     ) -> list[int]:
         from qdrant_client.http import models as qm
 
         part = check_scope_session(session_id, scope)
-        items, counts = check_append(session_id, messages, tokens)
-        if not items:
+        if not messages:
             return []
-        encoded = [externalize(m) for m in items]
+        encoded = [externalize(m) for m in messages]
         now = time.time()
         extra = _scope_payload(part)
         blobs = {k: v for _, found in encoded for k, v in found.items()}
@@ -369,8 +361,8 @@ class QdrantStore(BaseStore):
             ]
             with self._lock:
                 self.client.upsert(self.collection, blob_points, wait=True)
-        first = self._bump(session_id, len(items), 0, part)
-        seqs = list(range(first, first + len(items)))
+        first = self._bump(session_id, len(messages), 0, part)
+        seqs = list(range(first, first + len(messages)))
         points = [
             qm.PointStruct(
                 id=_pid(part, "message", session_id, str(seq)),
@@ -387,7 +379,7 @@ class QdrantStore(BaseStore):
                     **extra,
                 },
             )
-            for seq, m, count, (body, found) in zip(seqs, items, counts, encoded, strict=True)
+            for seq, m, count, (body, found) in zip(seqs, messages, tokens, encoded, strict=True)
         ]
         with self._lock:
             for i in range(0, len(points), _PAGE):
@@ -405,16 +397,10 @@ class QdrantStore(BaseStore):
             if p.payload and p.payload.get("kind") == "blob"
         }
 
-    def read(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
+    def _read(
+        self, session_id: str, *, start: int | None, end: int | None, scope: Scope | None
     ) -> list[StoredMessage]:
         part = check_scope_session(session_id, scope)
-        check_range(start, end)
         payloads = self._scan(session_id, start, end, ["seq", "tokens", "body"], part)
         messages = decode_cached(
             [str(p["body"]) for p in payloads], lambda keys: self._fetch_blobs(part, keys)

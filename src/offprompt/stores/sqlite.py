@@ -46,13 +46,12 @@ from offprompt.stores._bodies import pack_body, unpack_body
 from offprompt.stores._sqlite_tasks import SQLiteTasks
 from offprompt.stores.base import (
     SCOPE_COLUMNS,
-    BaseStore,
+    BaseTaskStore,
     ForgetCounts,
     IndexEntry,
     SessionInfo,
     SessionVersion,
     StoredMessage,
-    check_append,
     check_range,
     check_scope_session,
     check_selector,
@@ -309,7 +308,7 @@ def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
             time.sleep(0.01)
 
 
-class SQLiteStore(SQLiteTasks, BaseStore):
+class SQLiteStore(SQLiteTasks, BaseTaskStore):
     """A :class:`~offprompt.stores.ConversationStore` in one SQLite file (WAL mode).
 
     Safe with several threads and several processes appending to the same session:
@@ -495,20 +494,14 @@ class SQLiteStore(SQLiteTasks, BaseStore):
         return int(row[0][0])
 
     # -- messages --------------------------------------------------------------------
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        tokens: Sequence[int],
-        *,
-        scope: Scope | None = None,
+    def _append(
+        self, session_id: str, messages: list[Message], tokens: list[int], *, scope: Scope | None
     ) -> list[int]:
         part = check_scope_session(session_id, scope)
-        items, counts = check_append(session_id, messages, tokens)
-        if not items:
+        if not messages:
             return []
         # Serialise before taking the write lock: the lock is held only for the inserts.
-        encoded = [externalize(m) for m in items]
+        encoded = [externalize(m) for m in messages]
         now = time.time()
         with self._write() as conn:
             row = conn.execute(
@@ -530,7 +523,7 @@ class SQLiteStore(SQLiteTasks, BaseStore):
                 [
                     (*part, session_id, first + i, m.role, count, now, pack_body(body))
                     for i, (m, count, (body, _)) in enumerate(
-                        zip(items, counts, encoded, strict=True)
+                        zip(messages, tokens, encoded, strict=True)
                     )
                 ],
             )
@@ -553,9 +546,9 @@ class SQLiteStore(SQLiteTasks, BaseStore):
             conn.execute(
                 "UPDATE offprompt_sessions SET next_seq = ?, message_count = message_count + ?,"
                 f" last_activity = ? WHERE {_P} AND session_id = ?",
-                (first + len(items), len(items), now, *part, session_id),
+                (first + len(messages), len(messages), now, *part, session_id),
             )
-        return list(range(first, first + len(items)))
+        return list(range(first, first + len(messages)))
 
     def _fetch_blobs(self, part: tuple[str, str, str, str], keys: list[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -569,16 +562,10 @@ class SQLiteStore(SQLiteTasks, BaseStore):
             out.update((k, bytes(v)) for k, v in rows)
         return out
 
-    def read(
-        self,
-        session_id: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        scope: Scope | None = None,
+    def _read(
+        self, session_id: str, *, start: int | None, end: int | None, scope: Scope | None
     ) -> list[StoredMessage]:
         part = check_scope_session(session_id, scope)
-        check_range(start, end)
         rows = self._query(
             "SELECT seq, tokens, body, role FROM offprompt_messages"
             f" WHERE {_P} AND session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",

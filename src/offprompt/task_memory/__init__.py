@@ -7,6 +7,7 @@ from offprompt.task_memory.blobs import BlobStore, FileBlobStore, InMemoryBlobSt
 from offprompt.task_memory.card import OutputStats
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
 from offprompt.task_memory.offload import Offloaded, OffloadPolicy, StoredReference
+from offprompt.task_memory.results import NamespaceMetadata, Stored
 from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
 from offprompt.task_memory.task_memory import REFERENCE_TEMPLATE, StorageMismatchError, TaskMemory
 from offprompt.task_memory.text_view import GrepMatch, GrepResult
@@ -25,10 +26,12 @@ __all__ = [
     "InMemoryBlobStore",
     "MemoryToolSpec",
     "MetaMemory",
+    "NamespaceMetadata",
     "OffloadPolicy",
     "Offloaded",
     "OutputStats",
     "StorageMismatchError",
+    "Stored",
     "StoredReference",
     "TaskMemory",
     "TextArtifactStorage",

@@ -33,6 +33,7 @@ from offprompt.task_memory.notices import (
     TAIL_LINES,
     partial_notices,
 )
+from offprompt.task_memory.results import NamespaceMetadata
 from offprompt.task_memory.storage import (
     ArtifactStorage,
 )
@@ -166,7 +167,7 @@ class CardStats:
             return shape_only(stats.model_dump())
         return stats.model_dump()
 
-    def public(self, namespace: str, meta: NamespaceMeta) -> dict[str, Any]:
+    def public(self, namespace: str, meta: NamespaceMeta) -> NamespaceMetadata:
         """What :meth:`TaskMemory.namespace_metadata` returns for ``meta``."""
         pages = 0
         if meta.storage == "text":
@@ -176,24 +177,24 @@ class CardStats:
                 storage = self.parts.kind_storage("text")
                 per_page = chunks_per_page(storage, self.parts.page_tokens)
                 pages = math.ceil(meta.chunks / per_page)
-        return {
-            "namespace": namespace,
-            "memory": self.parts.name,
-            "tenant": self.parts.tenant,
-            "tool": meta.tool,
-            "activity": meta.activity,
-            "created_at": meta.created_at,
-            "updated_at": meta.updated_at,
-            "bytes": meta.bytes,
-            "tokens": meta.tokens,
-            "chunks": meta.chunks,
-            "pages": pages,
-            "artifacts": len(meta.artifacts),
-            "storage": meta.storage,
-            "sensitive": meta.sensitive,
-            "subtasks": list(meta.subtasks),
-            "stats": dict(meta.stats or {}),
-        }
+        return NamespaceMetadata(
+            namespace=namespace,
+            memory=self.parts.name,
+            tenant=self.parts.tenant,
+            tool=meta.tool,
+            activity=meta.activity,
+            created_at=meta.created_at,
+            updated_at=meta.updated_at,
+            bytes=meta.bytes,
+            tokens=meta.tokens,
+            chunks=meta.chunks,
+            pages=pages,
+            artifacts=len(meta.artifacts),
+            storage=meta.storage,
+            sensitive=meta.sensitive,
+            subtasks=list(meta.subtasks),
+            stats=dict(meta.stats or {}),
+        )
 
 
 def chunks_per_page(storage: ArtifactStorage, page_tokens: int) -> int:

@@ -55,6 +55,7 @@ from offprompt.task_memory.card import (
 from offprompt.task_memory.decision import decide_text, is_blank
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry, MetaMemory
 from offprompt.task_memory.pipeline import Pending, run_beside
+from offprompt.task_memory.results import NamespaceMetadata, Stored, store_failure
 from offprompt.task_memory.storage import (
     ArtifactStorage,
     BlobArtifactStorage,
@@ -440,7 +441,7 @@ class Writer:
 
     def after_store(
         self, namespace: str, meta: NamespaceMeta, unindexed: Sequence[ArtifactEntry]
-    ) -> dict[str, Any]:
+    ) -> NamespaceMetadata:
         """What follows a committed write: indexing (or its queueing), the exact page
         count in ``sync`` mode, retention. Returns the public metadata."""
         parts = self.parts
@@ -454,7 +455,7 @@ class Writer:
             self.lifecycle.prune(keep=namespace)
         return self.stats.public(namespace, meta)
 
-    def offload(
+    def store_output(
         self,
         tool_name: str,
         activity_name: str,
@@ -464,15 +465,13 @@ class Writer:
         context: ActionSubtaskMetaEntry | None,
         min_tokens: int | None,
         preview: bool | None,
-    ) -> BaseArtifact:
-        """What :meth:`TaskMemory.process_output` returns (its docstring says what)."""
+    ) -> Stored:
+        """What :meth:`TaskMemory.store_output` does (its docstring says what)."""
         parts = self.parts
         if not isinstance(artifact, BaseArtifact):
-            return ErrorArtifact(
-                value=f"tool output must be an artifact, got {type(artifact).__name__}"
-            )
+            raise ValidationError(f"tool output must be an artifact, got {type(artifact).__name__}")
         if is_empty(artifact):
-            return InfoArtifact(value=EMPTY_OUTPUT)
+            return Stored("empty", parts.name, None, EMPTY_OUTPUT)
         threshold = self.min_tokens if min_tokens is None else min_tokens
         namespace = artifact.name
         sentence = self.reference_text(tool_name, activity_name, namespace)
@@ -494,47 +493,85 @@ class Writer:
             if not decision.stores:
                 # Small, or not even the bare sentence is smaller: the output passes
                 # unchanged, decided before storing, so no stored copy is unreferenced.
-                return artifact
+                return Stored("small", parts.name, None, artifact.value)
             if decision.tokens is not None and decision.verdict == "large":
                 limit = min(limit, decision.tokens - 1)  # the card shrinks (or goes) to fit
         if context is not None and not context.answer:
             # Later steps read where the output went (Griptape fills it in the same way).
             context.answer = sentence
-        try:
-            meta, unindexed = self.store(
-                namespace,
-                artifact,
-                tool=tool_name,
-                activity=activity_name,
-                sensitive=sensitive,
-                context=context,
-            )
-        except OffpromptError as exc:
-            return ErrorArtifact.from_exception(
-                exc, f"could not store output of {tool_name}.{activity_name}: {exc}"
-            )
+        meta, unindexed = self.store(
+            namespace,
+            artifact,
+            tool=tool_name,
+            activity=activity_name,
+            sensitive=sensitive,
+            context=context,
+        )
         if context is not None:
             self.meta_memory.add_entry(context)
         stats = OutputStats.model_validate(meta.stats)
         value = sentence
         if self.preview if preview is None else preview:
-            budget = limit - count(sentence + "\n")
-            card = render_card(stats, max_tokens=budget, count=count)
-            if card:
-                value = f"{sentence}\n{card}"
-                if limit < self.preview_tokens and count(value) > limit:
-                    # The parts fit but their join counts more (a token across the newline):
-                    # the bare sentence, which was checked to be smaller than the output.
-                    value = sentence
+            value = self._with_card(sentence, stats, limit)
         # Indexing starts once the reference is ready: the worker's first steps would
         # otherwise hold the GIL while the card is rendered.
         self.after_store(namespace, meta, unindexed)
+        return Stored("stored", parts.name, namespace, value, stats)
+
+    def _with_card(self, sentence: str, stats: OutputStats, limit: int) -> str:
+        """The reference sentence and as much of the card as fits in ``limit`` tokens."""
+        count = self.parts.tokenizer.count
+        budget = limit - count(sentence + "\n")
+        card = render_card(stats, max_tokens=budget, count=count)
+        if not card:
+            return sentence
+        value = f"{sentence}\n{card}"
+        if limit < self.preview_tokens and count(value) > limit:
+            # The parts fit but their join counts more (a token across the newline):
+            # the bare sentence, which was checked to be smaller than the output.
+            return sentence
+        return value
+
+    def offload(
+        self,
+        tool_name: str,
+        activity_name: str,
+        artifact: BaseArtifact,
+        *,
+        sensitive: bool,
+        context: ActionSubtaskMetaEntry | None,
+        min_tokens: int | None,
+        preview: bool | None,
+    ) -> BaseArtifact:
+        """What :meth:`TaskMemory.process_output` returns: :meth:`store_output`'s answer
+        as the Griptape-compatible artifact (its docstring says which)."""
+        if not isinstance(artifact, BaseArtifact):
+            return ErrorArtifact(
+                value=f"tool output must be an artifact, got {type(artifact).__name__}"
+            )
+        try:
+            stored = self.store_output(
+                tool_name,
+                activity_name,
+                artifact,
+                sensitive=sensitive,
+                context=context,
+                min_tokens=min_tokens,
+                preview=preview,
+            )
+        except OffpromptError as exc:
+            return ErrorArtifact.from_exception(exc, store_failure(tool_name, activity_name, exc))
+        if stored.verdict == "small":
+            return artifact
+        if stored.verdict == "empty":
+            return InfoArtifact(value=stored.text)
+        assert stored.stats is not None
         return InfoArtifact(
-            value=value,
+            value=stored.text,
             meta={
-                "memory_name": parts.name,
-                "artifact_namespace": namespace,
-                "stats": stats.model_dump(),
+                "memory_name": stored.memory_name,
+                "artifact_namespace": stored.namespace,
+                "stats": stored.stats.model_dump(),
             },
         )
 

@@ -22,7 +22,7 @@ from offprompt.errors import (
     StorageError,
 )
 from offprompt.scope import Scope
-from offprompt.stores.base import BaseStore
+from offprompt.stores.base import BaseStore, BaseTaskStore
 from offprompt.task_memory._namespace_meta import referenced_blobs
 from offprompt.task_memory.blobs import BlobStore, FileBlobStore
 from offprompt.task_memory.catalog import StoreBlobStore, StoreCatalog, VectorCatalog
@@ -99,7 +99,7 @@ class PathLayout:
         finally:
             lock.close()  # closing the descriptor releases the flock
 
-    def open_sqlite(self) -> BaseStore:
+    def open_sqlite(self) -> BaseTaskStore:
         """The SQLite store of the namespace records, ``root/task.db``."""
         root = self.root
         from offprompt.stores.sqlite import SQLiteStore
@@ -112,7 +112,9 @@ class PathLayout:
             ) from None
         return SQLiteStore(root / "task.db")
 
-    def import_legacy(self, store: BaseStore, vectors: QdrantVectorStore, location: str) -> None:
+    def import_legacy(
+        self, store: BaseTaskStore, vectors: QdrantVectorStore, location: str
+    ) -> None:
         """Move the namespace metadata a release before the shared layout kept as points in
         ``root/vectors`` into ``task.db``, once (every tenant and scope; the raw text is
         already in ``blobs/``), and record that this index holds their indexed chunks."""
@@ -248,6 +250,6 @@ def open_catalog(
             store, row_scope, scoped_vectors, blobs_in_store=blob_store is None, owned=False
         )
         if blob_store is None:
-            blob_store = StoreBlobStore(store, row_scope, referenced=referenced_blobs)
+            blob_store = StoreBlobStore(catalog.store, row_scope, referenced=referenced_blobs)
         return catalog, blob_store
     return VectorCatalog(scoped_vectors), blob_store

@@ -16,7 +16,7 @@ from typing import Any
 
 from offprompt.errors import OffpromptError
 from offprompt.scope import Scope
-from offprompt.stores.base import BaseStore
+from offprompt.stores.base import BaseTaskStore
 from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.catalog import INDEX_KEY, META_KEY
 from offprompt.vectors import QdrantVectorStore
@@ -46,7 +46,7 @@ def _legacy_points(vectors: QdrantVectorStore) -> list[dict[str, Any]]:
 Moved = list[tuple[QdrantVectorStore, str]]
 
 
-def import_points(store: BaseStore, vectors: QdrantVectorStore) -> Moved:
+def import_points(store: BaseTaskStore, vectors: QdrantVectorStore) -> Moved:
     """Commit every legacy metadata point of ``vectors`` into ``store``; returns them
     (for :func:`drop_points` once the import is committed)."""
     moved: Moved = []

@@ -24,9 +24,10 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from offprompt.errors import NotFoundError, StorageError, ValidationError
+from offprompt.errors import NotFoundError, StorageError
 from offprompt.scope import Scope
-from offprompt.stores.base import BaseStore
+from offprompt.stores.base import BaseStore, BaseTaskStore
+from offprompt.stores.protocols import task_store
 from offprompt.task_memory._namespace_meta import NamespaceMeta
 from offprompt.task_memory.blobs import VerifiedBlobs, check_content, content_key
 from offprompt.vectors import QdrantVectorStore
@@ -121,9 +122,7 @@ class StoreCatalog:
         blobs_in_store: bool,
         owned: bool,
     ) -> None:
-        if not isinstance(store, BaseStore):
-            raise ValidationError(f"store must be an offprompt store, got {type(store).__name__}")
-        self.store = store
+        self.store: BaseTaskStore = task_store(store, who="TaskMemory")
         self.scope = scope
         self.vector_store = vector_store
         self.checks_blobs = blobs_in_store
@@ -221,13 +220,13 @@ class StoreBlobStore:
         scope: The partition of every call that passes none.
         referenced: The blob keys a committed metadata record refers to. Given, a
             delete never removes a blob the namespace's committed metadata refers to,
-            checked in the store's transaction (``BaseStore.task_delete_blob``): how
+            checked in the store's transaction (``BaseTaskStore.task_delete_blob``): how
             a delete racing a store in another process keeps the bytes it committed.
     """
 
     def __init__(
         self,
-        store: BaseStore,
+        store: BaseTaskStore,
         scope: Scope,
         *,
         referenced: Callable[[dict[str, Any]], Collection[str]] | None = None,

@@ -55,12 +55,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from offprompt._validation import escape_in_run
 from offprompt.artifacts import (
     BlobArtifact,
-    ErrorArtifact,
     ImageArtifact,
-    InfoArtifact,
     TextArtifact,
 )
-from offprompt.errors import OffloadError, ValidationError
+from offprompt.errors import OffloadError, OffpromptError, ValidationError
 from offprompt.task_memory.budgets import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_PAGE_TOKENS,
@@ -68,6 +66,7 @@ from offprompt.task_memory.budgets import (
     bound_text,
 )
 from offprompt.task_memory.decision import TextDecision, decide_text, is_blank
+from offprompt.task_memory.results import Stored, store_failure
 from offprompt.tokens import image_tokens
 
 if TYPE_CHECKING:
@@ -158,6 +157,33 @@ class StoredReference(BaseModel):
     def to_artifact(self) -> dict[str, Any]:
         """The JSON-ready dict that rides in tool messages (``artifact_namespace`` key)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    @classmethod
+    def from_stored(
+        cls, stored: Stored, *, tool: str, is_error: bool = False, sensitive: bool = False
+    ) -> StoredReference:
+        """The reference to what :meth:`TaskMemory.store_output` stored.
+
+        Raises:
+            ValidationError: ``stored`` holds no stored output (``verdict`` is not
+                ``"stored"``).
+        """
+        if not stored.stored or stored.namespace is None or stored.stats is None:
+            raise ValidationError(f"nothing was stored (verdict {stored.verdict!r})")
+        stats = stored.stats
+        return cls(
+            memory_name=stored.memory_name,
+            namespace=stored.namespace,
+            tool=tool,
+            activity=ACTIVITY,
+            kind=stats.kind,
+            bytes=stats.bytes,
+            lines=stats.lines,
+            tokens=stats.tokens,
+            tokens_estimated=stats.tokens_estimated,
+            is_error=is_error,
+            sensitive=sensitive,
+        )
 
     @classmethod
     def from_artifact(cls, artifact: Any) -> StoredReference | None:
@@ -320,10 +346,6 @@ def _check_int(label: str, value: Any, low: int) -> int:
     return value
 
 
-def _line_count(text: str) -> int:
-    return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
-
-
 def _size(reference: StoredReference) -> str:
     tokens = f"~{reference.tokens:,}" if reference.tokens_estimated else f"{reference.tokens:,}"
     lines = "1 line" if reference.lines == 1 else f"{reference.lines:,} lines"
@@ -457,24 +479,28 @@ class OffloadPolicy:
             return Offloaded(output, None)
         memory = self.task_memory
         namespace = self.namespace_for(tool_name, call_id)
-        result = memory.process_output(
-            tool_name,
-            ACTIVITY,
-            TextArtifact(value=output, name=namespace),
-            sensitive=secret,
-            min_tokens=self.min_tokens,
-            # An error is shown by its first line and size: the bare sentence follows.
-            preview=False if is_error else None,
-        )
-        if isinstance(result, ErrorArtifact):
-            raise OffloadError(
-                f"the output of {tool_name} could not be stored off-prompt: {result.value}",
-                tool=tool_name,
+        try:
+            stored = memory.store_output(
+                tool_name,
+                ACTIVITY,
+                TextArtifact(value=output, name=namespace),
+                sensitive=secret,
+                min_tokens=self.min_tokens,
+                # An error is shown by its first line and size: the bare sentence follows.
+                preview=False if is_error else None,
             )
-        if not isinstance(result, InfoArtifact) or "artifact_namespace" not in result.meta:
+        except OffpromptError as exc:
+            raise OffloadError(
+                f"the output of {tool_name} could not be stored off-prompt: "
+                f"{store_failure(tool_name, ACTIVITY, exc)}",
+                tool=tool_name,
+            ) from exc
+        if not stored.stored:
             return Offloaded(output, None)  # below min_tokens: unchanged
-        reference = self._reference(result, output, tool_name, is_error, secret)
-        text = str(result.value)
+        reference = StoredReference.from_stored(
+            stored, tool=tool_name, is_error=is_error, sensitive=secret
+        )
+        text = stored.text
         if is_error:
             text = self._error_text(output, reference, text)
             count = memory.tokenizer.count
@@ -658,25 +684,26 @@ class OffloadPolicy:
         except ValidationError:
             artifact = BlobArtifact(value=data, mime_type=mime_type, name=namespace)
         secret = self.is_sensitive(tool_name, sensitive)
-        result = self.task_memory.process_output(
-            tool_name, ACTIVITY, artifact, sensitive=secret, min_tokens=0
-        )
-        if isinstance(result, ErrorArtifact) or not isinstance(result, InfoArtifact):
+        try:
+            stored = self.task_memory.store_output(
+                tool_name, ACTIVITY, artifact, sensitive=secret, min_tokens=0
+            )
+        except OffpromptError as exc:
             raise OffloadError(
                 f"the {mime_type} output of {tool_name} could not be stored off-prompt: "
-                f"{result.to_text()[:300]}",
+                f"{store_failure(tool_name, ACTIVITY, exc)[:300]}",
                 tool=tool_name,
-            )
-        stats = result.meta.get("stats") or {}
+            ) from exc
+        assert stored.stats is not None  # min_tokens=0 stores every non-empty blob
         reference = StoredReference(
-            memory_name=result.meta["memory_name"],
-            namespace=result.meta["artifact_namespace"],
+            memory_name=stored.memory_name,
+            namespace=stored.namespace,
             tool=tool_name,
-            kind=str(stats.get("kind", "binary")),
+            kind=stored.stats.kind,
             bytes=len(data),
             sensitive=secret,
         )
-        text = f"{result.value}\n{mime_type}{details}: kept in the blob store, not shown here."
+        text = f"{stored.text}\n{mime_type}{details}: kept in the blob store, not shown here."
         return Offloaded(self._bound(text), reference)
 
     async def aoffload_binary(
@@ -693,35 +720,6 @@ class OffloadPolicy:
         )
 
     # -- helpers ------------------------------------------------------------------------
-
-    def _reference(
-        self, result: InfoArtifact, output: str, tool_name: str, is_error: bool, secret: bool
-    ) -> StoredReference:
-        stats = result.meta.get("stats")
-        if isinstance(stats, dict):
-            sizes: dict[str, Any] = {
-                "kind": stats.get("kind", "text"),
-                "bytes": int(stats.get("bytes", 0)),
-                "lines": int(stats.get("lines", 0)),
-                "tokens": int(stats.get("tokens", 0)),
-                "tokens_estimated": bool(stats.get("tokens_estimated", False)),
-            }
-        else:  # a TaskMemory that reports no stats: count here
-            meta = self.task_memory.namespace_metadata(result.meta["artifact_namespace"])
-            sizes = {
-                "bytes": int(meta.get("bytes", 0)) or len(output.encode("utf-8")),
-                "lines": _line_count(output),
-                "tokens": int(meta.get("tokens", 0)),
-            }
-        return StoredReference(
-            memory_name=result.meta["memory_name"],
-            namespace=result.meta["artifact_namespace"],
-            tool=tool_name,
-            activity=ACTIVITY,
-            is_error=is_error,
-            sensitive=secret,
-            **sizes,
-        )
 
     @staticmethod
     def _error_text(output: str, reference: StoredReference, reference_text: str) -> str:

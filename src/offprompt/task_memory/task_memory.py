@@ -76,6 +76,7 @@ from offprompt.task_memory.budgets import DEFAULT_PAGE_TOKENS
 from offprompt.task_memory.card import OutputStats, render_card
 from offprompt.task_memory.catalog import StoreCatalog
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry
+from offprompt.task_memory.results import NamespaceMetadata, Stored
 from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
 from offprompt.task_memory.text_view import GrepResult
 from offprompt.tokens import TiktokenTokenizer
@@ -396,7 +397,7 @@ class TaskMemory:
         sensitive: bool = False,
         context: ActionSubtaskMetaEntry | None = None,
         replace: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NamespaceMetadata:
         """Store ``artifact`` (a ``ListArtifact`` item by item) in ``namespace``; returns its metadata.
 
         Storing into an existing namespace appends; with ``replace=True`` the namespace
@@ -426,6 +427,45 @@ class TaskMemory:
             self._lifecycle.discard_deleted(namespace, old)
         return self._writer.after_store(namespace, meta, unindexed)
 
+    def store_output(
+        self,
+        tool_name: str,
+        activity_name: str,
+        artifact: BaseArtifact,
+        *,
+        sensitive: bool = False,
+        context: ActionSubtaskMetaEntry | None = None,
+        min_tokens: int | None = None,
+        preview: bool | None = None,
+    ) -> Stored:
+        """Store a tool's output if it should go off-prompt; say what the model sees.
+
+        The typed core of :meth:`process_output` (same arguments, same decisions): every
+        adapter's offload goes through it.
+
+        Returns:
+            A :class:`~offprompt.task_memory.results.Stored` whose ``verdict`` is
+            ``"stored"`` (``text`` is the reference sentence and its card, cut to fit;
+            under ``min_tokens`` > 0 it has fewer tokens than the output), ``"small"``
+            (text below ``min_tokens`` and not ``sensitive``, or smaller than even the
+            bare sentence: nothing is stored, ``text`` is the output) or ``"empty"``.
+
+        Raises:
+            ValidationError: ``artifact`` is not an artifact, or a mixed / empty list.
+            NamespaceError: The artifact's name is not a valid namespace.
+            StorageMismatchError: The namespace is already used by another storage.
+            OffpromptError: Any other storage failure (nothing is half-stored).
+        """
+        return self._writer.store_output(
+            tool_name,
+            activity_name,
+            artifact,
+            sensitive=sensitive,
+            context=context,
+            min_tokens=min_tokens,
+            preview=preview,
+        )
+
     def process_output(
         self,
         tool_name: str,
@@ -437,7 +477,8 @@ class TaskMemory:
         min_tokens: int | None = None,
         preview: bool | None = None,
     ) -> BaseArtifact:
-        """Store a tool's output and return what the model should see instead.
+        """Store a tool's output and return what the model should see instead: the
+        Griptape-compatible form of :meth:`store_output`.
 
         ``preview`` overrides the memory's ``preview`` for this call (False: the bare
         sentence, e.g. for an error whose first line the caller shows itself).
@@ -626,10 +667,11 @@ class TaskMemory:
         metadata) and drop its chunks within seconds of their next use."""
         return self._registration.unreached()
 
-    def namespace_metadata(self, namespace: str, *, wait: bool = True) -> dict[str, Any]:
-        """Where ``namespace`` came from and how big it is.
+    def namespace_metadata(self, namespace: str, *, wait: bool = True) -> NamespaceMetadata:
+        """Where ``namespace`` came from and how big it is (a frozen model that also reads
+        like a dict).
 
-        Keys: ``tool``, ``activity``, ``created_at``, ``bytes``, ``tokens``, ``storage``
+        Fields: ``tool``, ``activity``, ``created_at``, ``bytes``, ``tokens``, ``storage``
         (``"text"`` / ``"blob"``), ``chunks``, ``pages``, ``artifacts``, ``sensitive``,
         ``subtasks`` (recorded :class:`ActionSubtaskMetaEntry` dicts).
 
@@ -756,9 +798,32 @@ class TaskMemory:
             preview=preview,
         )
 
+    async def astore_output(
+        self,
+        tool_name: str,
+        activity_name: str,
+        artifact: BaseArtifact,
+        *,
+        sensitive: bool = False,
+        context: ActionSubtaskMetaEntry | None = None,
+        min_tokens: int | None = None,
+        preview: bool | None = None,
+    ) -> Stored:
+        """Async twin of :meth:`store_output` (runs in a worker thread)."""
+        return await asyncio.to_thread(
+            self.store_output,
+            tool_name,
+            activity_name,
+            artifact,
+            sensitive=sensitive,
+            context=context,
+            min_tokens=min_tokens,
+            preview=preview,
+        )
+
     async def astore_artifact(
         self, namespace: str, artifact: BaseArtifact, **kwargs: Any
-    ) -> dict[str, Any]:
+    ) -> NamespaceMetadata:
         """Async twin of :meth:`store_artifact`."""
         return await asyncio.to_thread(self.store_artifact, namespace, artifact, **kwargs)
 
@@ -807,7 +872,7 @@ class TaskMemory:
         """Async twin of :meth:`namespaces`."""
         return await asyncio.to_thread(self.namespaces)
 
-    async def anamespace_metadata(self, namespace: str) -> dict[str, Any]:
+    async def anamespace_metadata(self, namespace: str) -> NamespaceMetadata:
         """Async twin of :meth:`namespace_metadata`."""
         return await asyncio.to_thread(self.namespace_metadata, namespace)
 

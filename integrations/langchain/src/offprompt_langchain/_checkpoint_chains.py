@@ -21,7 +21,7 @@ from typing import Any, cast
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from offprompt.errors import DeserializationError, OffpromptError
-from offprompt.stores.base import ConversationStore
+from offprompt.stores.base import BaseStore
 from offprompt_langchain._checkpoint_keys import _CP, _cp_key, _head_key, _q, _uq, _writes_key
 from offprompt_langchain._checkpoint_rows import (
     FORMAT,
@@ -48,7 +48,7 @@ class _DeltaChains:
         serde: LangGraph's serializer.
     """
 
-    store: ConversationStore
+    store: BaseStore
     serde: SerializerProtocol
     _binary: bool
     _raw: OrderedDict[tuple[str, str, str], tuple[bytes | str, Parts]]

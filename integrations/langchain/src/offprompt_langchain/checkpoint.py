@@ -70,7 +70,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from offprompt.errors import DeserializationError, NamespaceError, ValidationError
 from offprompt.scope import Scope
-from offprompt.stores.base import BaseStore, ConversationStore
+from offprompt.stores.base import BaseStore
 from offprompt.tokens import Tokenizer, default_tokenizer
 from offprompt_langchain._checkpoint_chains import _SNAPSHOT_EVERY as _SNAPSHOT_EVERY
 from offprompt_langchain._checkpoint_keys import (
@@ -135,7 +135,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
 
     def __init__(
         self,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         *,
         path: str | None = None,
         url: str | None = None,
@@ -174,7 +174,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
             if not isinstance(store, BaseStore):
                 raise ValidationError(f"{store!r} cannot be scoped; pass a scoped store instead")
             store = store.scoped(scope)
-        self.store: ConversationStore = store
+        self.store: BaseStore = store
         # SQLite keeps a checkpoint row as bytes; other stores as JSON with base85.
         self._binary = bool(getattr(store, "binary_state", False))
         self.messages_channel = messages_channel

@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from offprompt.conversation import ConversationMemory
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import ValidationError
-from offprompt.stores import ConversationStore
+from offprompt.stores import BaseStore
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 from offprompt_langchain.convert import from_langchain, to_langchain
@@ -93,7 +93,7 @@ class OffpromptChatMessageHistory(BaseChatMessageHistory):
         session_id: str,
         *,
         memory: ConversationMemory | None = None,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         path: str | os.PathLike[str] | None = None,
         max_tokens: int | None = None,
         tokenizer: Tokenizer | None = None,

@@ -69,7 +69,7 @@ from offprompt.conversation.window import RunIndex, select_window, window_trace_
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
 from offprompt.scope import Scope
-from offprompt.stores import ConversationStore, InMemoryStore, SessionVersion
+from offprompt.stores import BaseStore, InMemoryStore, SessionVersion
 from offprompt.stores.base import ScopedStore
 from offprompt.summarizers import Summarizer
 from offprompt.task_memory import TaskMemory
@@ -176,7 +176,7 @@ class _Recorder:
 
     def __init__(self, memory: ConversationMemory) -> None:
         self.memory = memory
-        self.store: ConversationStore = memory.store
+        self.store: BaseStore = memory.store
         if memory.scope is not None:
             # A thread is recorded as its own session inside the memory's partition
             # (tenant, user, agent, run), not in the memory's scoped session.

@@ -35,7 +35,7 @@ from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, Messag
 
 from offprompt.errors import ValidationError
 from offprompt.stores import (
-    ConversationStore,
+    BaseStore,
     IndexEntry,
     SQLiteStore,
     open_store,
@@ -128,14 +128,14 @@ class OffpromptChatStore(AsyncDBChatStore):
 
     path: str | None = None
 
-    _store: ConversationStore = PrivateAttr()
+    _store: BaseStore = PrivateAttr()
     _tokenizer: Tokenizer = PrivateAttr()
     _tracer: Tracer | None = PrivateAttr(default=None)
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
 
     def __init__(
         self,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         *,
         path: str | Path | None = None,
         tokenizer: Tokenizer | None = None,
@@ -173,7 +173,7 @@ class OffpromptChatStore(AsyncDBChatStore):
         return "OffpromptChatStore"
 
     @property
-    def store(self) -> ConversationStore:
+    def store(self) -> BaseStore:
         """The offprompt store behind this chat store."""
         return self._store
 

@@ -33,7 +33,7 @@ from offprompt.conversation import ConversationMemory, Window
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
-from offprompt.stores import ConversationStore, InMemoryStore, SQLiteStore, release_store
+from offprompt.stores import BaseStore, InMemoryStore, SQLiteStore, release_store
 from offprompt.tokens import Tokenizer
 from offprompt.trace import Tracer
 from offprompt_llamaindex.convert import (
@@ -134,7 +134,7 @@ class OffpromptMemory(BaseMemory):
         session_id: str = "default",
         token_limit: int = DEFAULT_TOKEN_LIMIT,
         path: str | Path | None = None,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         memory: ConversationMemory | None = None,
         tokenizer: Tokenizer | None = None,
         chat_history: Sequence[ChatMessage | dict[str, Any]] | None = None,
@@ -196,7 +196,7 @@ class OffpromptMemory(BaseMemory):
         session_id: str | None = None,
         token_limit: int | None = None,
         *,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         path: str | Path | None = None,
         chat_history: Sequence[ChatMessage] | None = None,
         llm: LLM | None = None,
@@ -260,7 +260,7 @@ class OffpromptMemory(BaseMemory):
         return self._memory
 
     @property
-    def store(self) -> ConversationStore:
+    def store(self) -> BaseStore:
         """The store the messages live in."""
         return self._memory.store
 

@@ -55,7 +55,7 @@ from offprompt.errors import StorageError, ValidationError
 from offprompt.interop.openai_agents import message_to_items, messages_from_items, native_item
 from offprompt.messages import Message
 from offprompt.scope import Scope, as_scope
-from offprompt.stores import ConversationStore, release_store
+from offprompt.stores import BaseStore, release_store
 from offprompt.task_memory import TaskMemory
 from offprompt.task_memory.offload import OffloadPolicy, ToolContent
 from offprompt.tokens import Tokenizer
@@ -162,7 +162,7 @@ class OffpromptSession:
         session_id: str,
         *,
         memory: ConversationMemory | None = None,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
         path: str | os.PathLike[str] | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         scope: Scope | ScopeResolver | None = None,
@@ -202,7 +202,7 @@ class OffpromptSession:
             if fixed is not None
             else base
         )
-        self._store: ConversationStore = base.store
+        self._store: BaseStore = base.store
         self.session_id: str = self.memory.session_id
         if task_memory is not None and not isinstance(task_memory, TaskMemory):
             raise ValidationError(
