@@ -175,7 +175,7 @@ class LongTermMemory:
         >>> ltm.close()
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         vector_store: QdrantVectorStore | None = None,
         *,
