@@ -304,7 +304,7 @@ async def upstream_stdio(
         try:
             yield from_upstream, to_upstream
         finally:
-            with anyio.CancelScope(shield=True):  # bounded: about 1 s, 2.5 s at worst
+            with anyio.CancelScope(shield=True):  # bounded: the graces of _stop_group, the drain
                 if not stdout_ended:
                     stderr.quiet()  # stopped by us, not exiting by itself
                 await from_upstream.aclose()  # the reader drains from now on

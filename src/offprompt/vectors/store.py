@@ -4,14 +4,14 @@ Engines (the API is identical; ``engine=`` picks one):
 
 * ``"edge"`` - the Qdrant engine embedded in-process (``qdrant-edge-py``), one shard
   per collection under ``path`` (or a private temporary directory for ``":memory:"``).
-  With keyword payload indexes it filters by namespace in ~1-3 ms at 100k points.
+  Its keyword payload indexes find a namespace's points without a scan.
 * ``"client"`` - ``qdrant-client``: a server or cluster via ``url=`` (async twins use
   ``AsyncQdrantClient``), or its pure-Python local mode (``":memory:"`` / ``path=``),
-  which scans every point on each filtered query (~1 s at 100k points).
+  which scans every point on each filtered query.
 * ``"auto"`` (default) - ``url=`` or ``client=`` means qdrant-client; an embedded store
-  uses edge when ``qdrant_edge`` is importable (measured ~700x faster filtered search
-  and ~4x faster upserts at 100k points, see ``benchmarks/RESULTS_task_memory.md``),
-  else qdrant-client local mode.
+  uses edge when ``qdrant_edge`` is importable (it filters without scanning and upserts
+  faster: the numbers are in ``benchmarks/RESULTS_task_memory.md``), else qdrant-client
+  local mode.
 
 Every point carries ``tenant``, ``namespace`` and ``kind`` in its payload and every
 read filters on all three, so one namespace (or tenant) never sees another's data.
@@ -606,7 +606,8 @@ class QdrantVectorStore:
         if mode != "dense" and isinstance(encoder, BM25WordEncoder):
             sparse = encoder.encode_query(query, feedback=feedback)
         elif mode != "dense" and encoder is not None:
-            # token ids (a store of 3eb5c89 or older): feedback joined, as it was read then
+            # token ids (a store written before the word analyzer): the feedback is joined
+            # to the query, as such a store was read when it was written
             sparse = encoder.encode_query("\n".join([query, *feedback]))
         return dense, sparse
 
