@@ -211,6 +211,7 @@ def keep_from(
     total_tokens: int,
     times: Sequence[float | None],
     policy: RetentionPolicy,
+    *,
     now: float | None = None,
 ) -> int:
     """Index of the first run to keep (``len(run_pos)`` drops them all).
@@ -225,7 +226,7 @@ def keep_from(
         policy: The bounds.
         now: The current POSIX time (tests pin it).
     """
-    return len(evict_runs(run_pos, run_prefix, total_tokens, times, policy, now))
+    return len(evict_runs(run_pos, run_prefix, total_tokens, times, policy, now=now))
 
 
 def evict_runs(
@@ -234,6 +235,7 @@ def evict_runs(
     total_tokens: int,
     times: Sequence[float | None],
     policy: RetentionPolicy,
+    *,
     now: float | None = None,
 ) -> list[Eviction]:
     """:func:`evict` over a session's runs (ids ``"0"``, ``"1"``, ... by run index).
@@ -296,7 +298,7 @@ def prune_session(
     kwargs: dict[str, Any] = {} if scope is None else {"scope": scope}
     entries = store.read_index(session_id, **kwargs)
     run_pos, run_prefix, total, times = _arrays(entries)
-    first = keep_from(run_pos, run_prefix, total, times, policy, now)
+    first = keep_from(run_pos, run_prefix, total, times, policy, now=now)
     if first == 0:
         return 0
     start = entries[run_pos[0]].seq

@@ -407,7 +407,7 @@ class ConversationMemory:
         self._sync()
         index = self._index
         evicted = evict_runs(
-            index.run_starts, index.run_prefix, index.total, self._times, policy, now
+            index.run_starts, index.run_prefix, index.total, self._times, policy, now=now
         )
         return self._drop_runs(len(evicted), [e.reason for e in evicted])
 

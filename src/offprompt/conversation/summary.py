@@ -70,7 +70,7 @@ class SummaryConversationMemory(ConversationMemory):
         ['system', 'user', 'assistant']
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         store: BaseStore | None = None,
         session_id: str = "default",

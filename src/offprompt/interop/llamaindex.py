@@ -402,6 +402,47 @@ def message_from_llamaindex_dict(
             where=where,
         )
     li: dict[str, Any] = {}
+    role_name = _role_name(data, where)
+    role = LLAMAINDEX_ROLES[role_name]
+    if role_name != role:
+        li["role"] = role_name
+    extra_kwargs = _additional_kwargs(data, where)
+    blocks = _blocks(data, where)
+    extra_fields = {
+        k: v for k, v in data.items() if k not in ("role", "additional_kwargs", "blocks", "content")
+    }
+    if extra_fields:
+        li["extra"] = _jsonable(extra_fields, f"{where} extra fields")
+
+    parts, tool_calls, call_blocks, positions = _split_blocks(blocks, where, report)
+    if call_blocks:
+        li["tool_calls_in"] = "blocks"
+        if [_tool_call_block(c) for c in tool_calls] != call_blocks:
+            li["tool_call_blocks"] = call_blocks
+        if positions != list(range(len(blocks) - len(positions), len(blocks))):
+            li["tool_call_positions"] = positions
+    elif isinstance(extra_kwargs.get("tool_calls"), list) and extra_kwargs["tool_calls"]:
+        tool_calls = _tool_calls_in_kwargs(extra_kwargs, li, where, report)
+
+    tool_call_id = _pop_str(extra_kwargs, "tool_call_id")
+    name = _pop_str(extra_kwargs, "name")
+    if extra_kwargs:
+        li["additional_kwargs"] = _jsonable(extra_kwargs, f"{where} additional_kwargs")
+
+    if report is not None:
+        report.converted += 1
+    return Message(
+        role=role,
+        content=parts,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+        name=name,
+        meta={_KEY: li} if li else {},
+    )
+
+
+def _role_name(data: Mapping[str, Any], where: str) -> str:
+    """The LlamaIndex role of ``data`` (``"user"`` when it has none), a known one."""
     raw_role = data.get("role", "user")
     role_name = getattr(raw_role, "value", raw_role)
     if not isinstance(role_name, str) or role_name not in LLAMAINDEX_ROLES:
@@ -410,10 +451,11 @@ def message_from_llamaindex_dict(
             f"{', '.join(LLAMAINDEX_ROLES)}",
             where=where,
         )
-    role = LLAMAINDEX_ROLES[role_name]
-    if role_name != role:
-        li["role"] = role_name
+    return role_name
 
+
+def _additional_kwargs(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A copy of ``data``'s ``additional_kwargs`` (empty when missing or null)."""
     kwargs_in = data.get("additional_kwargs")
     if kwargs_in is None:
         kwargs_in = {}
@@ -422,8 +464,11 @@ def message_from_llamaindex_dict(
             f"{where}: additional_kwargs must be an object, got {type(kwargs_in).__name__}",
             where=where,
         )
-    extra_kwargs = dict(kwargs_in)
+    return dict(kwargs_in)
 
+
+def _blocks(data: Mapping[str, Any], where: str) -> list[Any]:
+    """``data``'s blocks; a legacy ``content`` string is one text block."""
     if "blocks" in data:
         blocks = data["blocks"] if data["blocks"] is not None else []
     else:
@@ -438,12 +483,14 @@ def message_from_llamaindex_dict(
         raise DeserializationError(
             f"{where}: blocks must be a list, got {type(blocks).__name__}", where=where
         )
-    extra_fields = {
-        k: v for k, v in data.items() if k not in ("role", "additional_kwargs", "blocks", "content")
-    }
-    if extra_fields:
-        li["extra"] = _jsonable(extra_fields, f"{where} extra fields")
+    return blocks
 
+
+def _split_blocks(
+    blocks: list[Any], where: str, report: ConversionReport | None
+) -> tuple[list[BaseArtifact], list[ToolCall], list[dict[str, Any]], list[int]]:
+    """The content parts, and the tool calls among the blocks: the calls, their blocks as
+    given and their positions. A tool-call block that cannot be read stays a part."""
     parts: list[BaseArtifact] = []
     tool_calls: list[ToolCall] = []
     call_blocks: list[dict[str, Any]] = []
@@ -467,49 +514,37 @@ def message_from_llamaindex_dict(
                     at, "ToolCallBlock", "no tool name or non-object arguments; kept verbatim"
                 )
         parts.append(_part_from_block(block, at))
+    return parts, tool_calls, call_blocks, positions
 
-    if call_blocks:
-        li["tool_calls_in"] = "blocks"
-        if [_tool_call_block(c) for c in tool_calls] != call_blocks:
-            li["tool_call_blocks"] = call_blocks
-        if positions != list(range(len(blocks) - len(positions), len(blocks))):
-            li["tool_call_positions"] = positions
-    elif isinstance(extra_kwargs.get("tool_calls"), list) and extra_kwargs["tool_calls"]:
-        entries = _jsonable(extra_kwargs["tool_calls"], f"{where} additional_kwargs.tool_calls")
-        parsed = _parse_all(entries, _tool_call_from_entry)
-        if parsed is None:
-            if report is not None:
-                report.lost(
-                    where, "additional_kwargs.tool_calls", "unknown shape; kept verbatim in meta"
-                )
-        else:
-            tool_calls = parsed
-            del extra_kwargs["tool_calls"]
-            li["tool_calls_in"] = "additional_kwargs"
-            if [c.dict() for c in parsed] != entries:
-                li["tool_calls"] = entries
 
-    tool_call_id = extra_kwargs.pop("tool_call_id", None)
-    if tool_call_id is not None and not isinstance(tool_call_id, str):
-        extra_kwargs["tool_call_id"] = tool_call_id
-        tool_call_id = None
-    name = extra_kwargs.pop("name", None)
-    if name is not None and not isinstance(name, str):
-        extra_kwargs["name"] = name
-        name = None
-    if extra_kwargs:
-        li["additional_kwargs"] = _jsonable(extra_kwargs, f"{where} additional_kwargs")
+def _tool_calls_in_kwargs(
+    extra_kwargs: dict[str, Any], li: dict[str, Any], where: str, report: ConversionReport | None
+) -> list[ToolCall]:
+    """The tool calls of ``additional_kwargs.tool_calls`` (taken out of ``extra_kwargs``,
+    with what rebuilds them exactly noted in ``li``); none when their shape is unknown,
+    and then they stay in ``extra_kwargs``."""
+    entries = _jsonable(extra_kwargs["tool_calls"], f"{where} additional_kwargs.tool_calls")
+    parsed = _parse_all(entries, _tool_call_from_entry)
+    if parsed is None:
+        if report is not None:
+            report.lost(
+                where, "additional_kwargs.tool_calls", "unknown shape; kept verbatim in meta"
+            )
+        return []
+    del extra_kwargs["tool_calls"]
+    li["tool_calls_in"] = "additional_kwargs"
+    if [c.dict() for c in parsed] != entries:
+        li["tool_calls"] = entries
+    return parsed
 
-    if report is not None:
-        report.converted += 1
-    return Message(
-        role=role,
-        content=parts,
-        tool_calls=tool_calls,
-        tool_call_id=tool_call_id,
-        name=name,
-        meta={_KEY: li} if li else {},
-    )
+
+def _pop_str(extra_kwargs: dict[str, Any], key: str) -> str | None:
+    """``extra_kwargs[key]`` taken out when it is a str; any other value stays there."""
+    value = extra_kwargs.pop(key, None)
+    if value is not None and not isinstance(value, str):
+        extra_kwargs[key] = value
+        return None
+    return value
 
 
 def message_to_llamaindex_dict(

@@ -136,57 +136,10 @@ def chat_message_from_smolagents(
             f"{where}: unknown smolagents role {role!r}; expected one of {', '.join(_ROLES)}"
         )
     extra: dict[str, Any] = {"role": role}
-    content = data.get("content")
-    parts: list[BaseArtifact] = []
-    if content is None:
-        extra["content"] = "none"
-    elif isinstance(content, str):
-        extra["content"] = "str"
-        parts.append(TextArtifact(value=content))
-    elif isinstance(content, list):
-        extra["content"] = "list"
-        for index, block in enumerate(content):
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind == "text" and set(block) == {"type", "text"}:
-                parts.append(TextArtifact(value=str(block["text"])))
-            elif kind == "image" and set(block) == {"type", "image"}:
-                try:
-                    parts.append(_image_in(block["image"], f"{where} content[{index}]"))
-                except _UnrecoverableImage as lost:
-                    _report_image(report, f"{where} content[{index}]", lost)
-            else:
-                try:
-                    parts.append(JsonArtifact(value=block, meta={_KEY: "block"}))
-                except OffpromptError as exc:
-                    raise DeserializationError(f"{where} content[{index}]: {exc}") from None
-    else:
-        raise DeserializationError(
-            f"{where}: content must be a string, a list or None, got {type(content).__name__}"
-        )
-    calls: list[ToolCall] = []
+    extra["content"], parts = _content_in(data.get("content"), where, report)
     raw_calls = data.get("tool_calls")
-    if raw_calls is None:
-        extra["tool_calls"] = None
-    else:
-        extra["tool_calls"] = copy.deepcopy(list(raw_calls))
-        for index, call in enumerate(raw_calls):
-            function = call.get("function") or {}
-            arguments = function.get("arguments")
-            if isinstance(arguments, str):
-                try:
-                    parsed = json.loads(arguments)
-                except json.JSONDecodeError:
-                    parsed = None
-                arguments = parsed if isinstance(parsed, dict) else {"code": arguments}
-            elif not isinstance(arguments, dict):
-                arguments = {"value": arguments}
-            calls.append(
-                ToolCall(
-                    id=str(call.get("id") or f"call_{index}"),
-                    name=str(function.get("name")),
-                    arguments=arguments,
-                )
-            )
+    extra["tool_calls"] = None if raw_calls is None else copy.deepcopy(list(raw_calls))
+    calls = [] if raw_calls is None else [_tool_call_in(c, i) for i, c in enumerate(raw_calls)]
     for key in ("raw", "token_usage"):
         value = data.get(key)
         if value is None:
@@ -202,6 +155,56 @@ def chat_message_from_smolagents(
                     "not JSON-serialisable; smolagents keeps the provider's raw object here",
                 )
     return Message(role=_ROLES[role], content=parts, tool_calls=calls, meta={_KEY: extra})
+
+
+def _content_in(
+    content: Any, where: str, report: ConversionReport | None
+) -> tuple[str, list[BaseArtifact]]:
+    """The form of a smolagents content (``"none"``, ``"str"`` or ``"list"``, so the
+    export gives it back as it was) and its parts."""
+    if content is None:
+        return "none", []
+    if isinstance(content, str):
+        return "str", [TextArtifact(value=content)]
+    if not isinstance(content, list):
+        raise DeserializationError(
+            f"{where}: content must be a string, a list or None, got {type(content).__name__}"
+        )
+    parts: list[BaseArtifact] = []
+    for index, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text" and set(block) == {"type", "text"}:
+            parts.append(TextArtifact(value=str(block["text"])))
+        elif kind == "image" and set(block) == {"type", "image"}:
+            try:
+                parts.append(_image_in(block["image"], f"{where} content[{index}]"))
+            except _UnrecoverableImage as lost:
+                _report_image(report, f"{where} content[{index}]", lost)
+        else:
+            try:
+                parts.append(JsonArtifact(value=block, meta={_KEY: "block"}))
+            except OffpromptError as exc:
+                raise DeserializationError(f"{where} content[{index}]: {exc}") from None
+    return "list", parts
+
+
+def _tool_call_in(call: Mapping[str, Any], index: int) -> ToolCall:
+    """One smolagents tool call; arguments that are no JSON object are wrapped in one."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError:
+            parsed = None
+        arguments = parsed if isinstance(parsed, dict) else {"code": arguments}
+    elif not isinstance(arguments, dict):
+        arguments = {"value": arguments}
+    return ToolCall(
+        id=str(call.get("id") or f"call_{index}"),
+        name=str(function.get("name")),
+        arguments=arguments,
+    )
 
 
 def chat_message_to_smolagents(

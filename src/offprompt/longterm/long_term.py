@@ -51,7 +51,7 @@ Stored memories of earlier versions: their points already carry a BM25 sparse ve
 ``sparse=True``, the default). Stores written before the word analyzer hold it over
 tiktoken ids (the ``"sparse"`` vector); the store keeps reading and writing those
 with the old encoder, so they read back unchanged (``tests/vectors/test_analyzer.py``
-opens one written by 3eb5c89); new stores index analyzer terms (``"words"``). A store
+opens one written by the last version before the analyzer); new stores index analyzer terms (``"words"``). A store
 created with ``sparse=False`` has no sparse vectors: its reads fall back to
 ``"dense"`` (and cosine similarity). ``tests/longterm/test_recall.py`` reads a store
 written by an earlier version.
@@ -175,7 +175,7 @@ class LongTermMemory:
         >>> ltm.close()
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         vector_store: QdrantVectorStore | None = None,
         *,

@@ -180,29 +180,30 @@ def _read(conv_id: str, key: str, data: Any) -> SubTask:
     return task
 
 
-def _updated(
-    task: SubTask | None,
-    conv_id: str,
-    task_num: int,
-    *,
-    state: str,
-    retry_times: int | None = None,
-    agent: str | None = None,
-    model: str | None = None,
-    result: str | None = None,
-    keep_result: bool = False,
-) -> SubTask:
+def _found(task: SubTask | None, conv_id: str, task_num: int) -> SubTask:
+    """``task``, or the ``NotFoundError`` for a sub-task the conversation does not have."""
     if task is None:
         raise NotFoundError(
             f"conversation {conv_id!r} has no sub-task {task_num}",
             conv_id=conv_id,
             sub_task_num=task_num,
         )
+    return task
+
+
+def _updated(
+    task: SubTask,
+    *,
+    state: str,
+    retry_times: int | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    result: str | None = None,
+) -> SubTask:
     changes: dict[str, Any] = {"state": state, "updated_at": _utcnow()}
     if retry_times is not None:
         changes["retry_times"] = retry_times
-    if not keep_result:
-        changes["result"] = result
+    changes["result"] = result
     if agent:
         changes["sub_task_agent"] = agent
     if model:
@@ -247,12 +248,12 @@ class PlanMemory:
     def complete_task(self, conv_id: str, task_num: int, result: str) -> SubTask:
         """Mark a sub-task complete with its result; returns the updated sub-task."""
         task = _updated(
-            self._get(conv_id, task_num), conv_id, task_num, state="complete", result=result
+            _found(self._get(conv_id, task_num), conv_id, task_num), state="complete", result=result
         )
         self.store.set_state(conv_id, _key(task_num), task.to_dict())
         return task
 
-    def update_task(
+    def update_task(  # noqa: PLR0917 DB-GPT's signature, positional as there
         self,
         conv_id: str,
         task_num: int,
@@ -269,9 +270,7 @@ class PlanMemory:
             ValidationError: unknown state or negative retry count; nothing changes.
         """
         task = _updated(
-            self._get(conv_id, task_num),
-            conv_id,
-            task_num,
+            _found(self._get(conv_id, task_num), conv_id, task_num),
             state=state,
             retry_times=retry_times,
             agent=agent,
@@ -335,12 +334,14 @@ class PlanMemory:
     async def acomplete_task(self, conv_id: str, task_num: int, result: str) -> SubTask:
         """Async twin of :meth:`complete_task`."""
         task = _updated(
-            await self._aget(conv_id, task_num), conv_id, task_num, state="complete", result=result
+            _found(await self._aget(conv_id, task_num), conv_id, task_num),
+            state="complete",
+            result=result,
         )
         await self._aset(task)
         return task
 
-    async def aupdate_task(
+    async def aupdate_task(  # noqa: PLR0917 DB-GPT's signature, positional as there
         self,
         conv_id: str,
         task_num: int,
@@ -352,9 +353,7 @@ class PlanMemory:
     ) -> SubTask:
         """Async twin of :meth:`update_task`."""
         task = _updated(
-            await self._aget(conv_id, task_num),
-            conv_id,
-            task_num,
+            _found(await self._aget(conv_id, task_num), conv_id, task_num),
             state=state,
             retry_times=retry_times,
             agent=agent,

@@ -190,6 +190,29 @@ def dump_message(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
+def _delivered(
+    line: bytes | Oversized, max_message_bytes: int
+) -> dict[str, Any] | Exception | None:
+    """What the session gets for one line of the upstream's stdout: its message, the
+    exception parsing it raised, or for an oversized one the JSON-RPC error of
+    :func:`oversized_error` (a :class:`ValueError` when no request id was seen); nothing
+    for a blank line."""
+    if isinstance(line, Oversized):
+        answer = oversized_error(line, max_message_bytes)
+        if answer is None:
+            return ValueError(
+                f"skipped a {line.size:,}-byte message of the upstream MCP server "
+                f"(over the limit of {max_message_bytes:,} bytes, no request id seen)"
+            )
+        return answer
+    if not line.strip():
+        return None
+    try:
+        return parse_message(line)
+    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError are ones
+        return exc
+
+
 @contextlib.asynccontextmanager
 async def upstream_stdio(
     params: StdioServerParameters,
@@ -243,26 +266,9 @@ async def upstream_stdio(
     stdout_ended = False  # the upstream closed its stdout (it is leaving by itself)
 
     async def deliver(line: bytes | Oversized) -> None:
-        if isinstance(line, Oversized):
-            answer = oversized_error(line, max_message_bytes)
-            if answer is None:
-                await to_session.send(
-                    ValueError(
-                        f"skipped a {line.size:,}-byte message of the upstream MCP server "
-                        f"(over the limit of {max_message_bytes:,} bytes, no request id seen)"
-                    )
-                )
-            else:
-                await to_session.send(answer)
-            return
-        if not line.strip():
-            return
-        try:
-            message = parse_message(line)
-        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError are ones
-            await to_session.send(exc)
-            return
-        await to_session.send(message)
+        item = _delivered(line, max_message_bytes)
+        if item is not None:
+            await to_session.send(item)
 
     async def read() -> None:
         nonlocal stdout_ended
@@ -298,7 +304,7 @@ async def upstream_stdio(
         try:
             yield from_upstream, to_upstream
         finally:
-            with anyio.CancelScope(shield=True):  # bounded: about 1 s, 2.5 s at worst
+            with anyio.CancelScope(shield=True):  # bounded: the graces of _stop_group, the drain
                 if not stdout_ended:
                     stderr.quiet()  # stopped by us, not exiting by itself
                 await from_upstream.aclose()  # the reader drains from now on

@@ -39,23 +39,6 @@ def replay_steps(
     out = console if console is not None else Console()
     out.print(Text("Replaying the agent's steps:", style="bold"))
     out.print(Panel(Text(system_prompt), title="System prompt", title_align="left"))
-
-    def messages(items: Sequence[Message]) -> None:
-        dumped = "\n".join(json.dumps(m.to_dict(), indent=2, ensure_ascii=False) for m in items)
-        out.print(
-            Panel(Text(dumped, style="dim"), title="Model input messages", title_align="left")
-        )
-
-    def footer(timing: Any, usage: Any) -> Text:
-        parts = []
-        if timing is not None and timing.duration is not None:
-            parts.append(f"Duration {timing.duration:.2f} s")
-        if usage is not None:
-            parts.append(
-                f"Input tokens: {usage.input_tokens:,} | Output tokens: {usage.output_tokens:,}"
-            )
-        return Text(" | ".join(parts), style="dim")
-
     for step in steps:
         kind = getattr(step, "type", None)
         if kind == "TaskStep":
@@ -69,46 +52,66 @@ def replay_steps(
                 )
             )
         elif kind == "ActionStep":
-            out.print(Rule(Text(f"Step {step.step_number}", style="bold")))
-            if detailed and step.model_input_messages:
-                messages(step.model_input_messages)
-            if step.model_output is not None:
-                text = (
-                    step.model_output
-                    if isinstance(step.model_output, str)
-                    else json.dumps(step.model_output)
-                )
-                out.print(Panel(Text(text), title="Agent output", title_align="left"))
-            if step.code_action is not None:
-                out.print(Panel(Text(step.code_action), title="Executing code", title_align="left"))
-            elif step.tool_calls:
-                calls = "\n".join(
-                    f"{tc.name}({json.dumps(tc.arguments, ensure_ascii=False)})  [{tc.id}]"
-                    for tc in step.tool_calls
-                )
-                out.print(Panel(Text(calls), title="Tool calls", title_align="left"))
-            body: list[Any] = []
-            if step.observations is not None:
-                body.append(Text("Observations: ", style="bold") + Text(step.observations))
-            if step.observations_images:
-                body.append(
-                    Text(", ".join(i.to_text() for i in step.observations_images), style="italic")
-                )
-            if step.error is not None:
-                body.append(
-                    Text(f"Error ({step.error.type}): {step.error.message}", style="bold red")
-                )
-            if step.is_final_answer:
-                body.append(
-                    Text(f"Final answer: {step.dict()['action_output']}", style="bold green")
-                )
-            body.append(footer(step.timing, step.token_usage))
-            out.print(Group(*body))
+            _action_step(out, step, detailed=detailed)
         elif kind == "PlanningStep":
             out.print(Rule(Text("Planning step", style="bold")))
             if detailed and step.model_input_messages:
-                messages(step.model_input_messages)
+                _input_messages(out, step.model_input_messages)
             out.print(Panel(Text(step.plan), title="Plan", title_align="left"))
-            out.print(footer(step.timing, step.token_usage))
+            out.print(_footer(step.timing, step.token_usage))
         elif kind == "FinalAnswerStep":
             out.print(Text(f"Final answer: {step.dict()['output']}", style="bold green"))
+
+
+def _input_messages(out: Console, items: Sequence[Message]) -> None:
+    dumped = "\n".join(json.dumps(m.to_dict(), indent=2, ensure_ascii=False) for m in items)
+    out.print(Panel(Text(dumped, style="dim"), title="Model input messages", title_align="left"))
+
+
+def _footer(timing: Any, usage: Any) -> Text:
+    parts = []
+    if timing is not None and timing.duration is not None:
+        parts.append(f"Duration {timing.duration:.2f} s")
+    if usage is not None:
+        parts.append(
+            f"Input tokens: {usage.input_tokens:,} | Output tokens: {usage.output_tokens:,}"
+        )
+    return Text(" | ".join(parts), style="dim")
+
+
+def _action_step(out: Console, step: Any, *, detailed: bool) -> None:
+    """One ``ActionStep``: its input (when ``detailed``), output, action and outcome."""
+    out.print(Rule(Text(f"Step {step.step_number}", style="bold")))
+    if detailed and step.model_input_messages:
+        _input_messages(out, step.model_input_messages)
+    if step.model_output is not None:
+        text = (
+            step.model_output
+            if isinstance(step.model_output, str)
+            else json.dumps(step.model_output)
+        )
+        out.print(Panel(Text(text), title="Agent output", title_align="left"))
+    if step.code_action is not None:
+        out.print(Panel(Text(step.code_action), title="Executing code", title_align="left"))
+    elif step.tool_calls:
+        calls = "\n".join(
+            f"{tc.name}({json.dumps(tc.arguments, ensure_ascii=False)})  [{tc.id}]"
+            for tc in step.tool_calls
+        )
+        out.print(Panel(Text(calls), title="Tool calls", title_align="left"))
+    out.print(Group(*_outcome(step)))
+
+
+def _outcome(step: Any) -> list[Any]:
+    """What an ``ActionStep`` came to: observations, images, error, final answer, footer."""
+    body: list[Any] = []
+    if step.observations is not None:
+        body.append(Text("Observations: ", style="bold") + Text(step.observations))
+    if step.observations_images:
+        body.append(Text(", ".join(i.to_text() for i in step.observations_images), style="italic"))
+    if step.error is not None:
+        body.append(Text(f"Error ({step.error.type}): {step.error.message}", style="bold red"))
+    if step.is_final_answer:
+        body.append(Text(f"Final answer: {step.dict()['action_output']}", style="bold green"))
+    body.append(_footer(step.timing, step.token_usage))
+    return body

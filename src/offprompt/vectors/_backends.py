@@ -75,6 +75,7 @@ class VectorBackend(Protocol):
         cond: Cond,
         limit: int,
         prefetch_limit: int,
+        *,
         weights: tuple[float, float] = (1.0, 1.0),
         narrow_by: str | None = None,
     ) -> list[Scored]:

@@ -51,6 +51,7 @@ class ClientBackend:
         dimensions: int,
         sparse: bool,
         aclient: AsyncQdrantClient | None = None,
+        *,
         sparse_name: str = WORDS,
         dense: bool = True,
     ) -> None:
@@ -188,6 +189,7 @@ class ClientBackend:
         cond: Cond,
         limit: int,
         prefetch_limit: int,
+        *,
         weights: tuple[float, float] = (1.0, 1.0),
     ) -> dict[str, Any] | None:
         m = self.models
@@ -260,11 +262,12 @@ class ClientBackend:
         cond: Cond,
         limit: int,
         prefetch_limit: int,
+        *,
         weights: tuple[float, float] = (1.0, 1.0),
         narrow_by: str | None = None,
     ) -> list[Scored]:
         # ``narrow_by`` is an embedded-engine shortcut; a server plans its own filters.
-        args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights)
+        args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights=weights)
         if args is None:
             return []
         with self.lock:
@@ -345,11 +348,12 @@ class ClientBackend:
         cond: Cond,
         limit: int,
         prefetch_limit: int,
+        *,
         weights: tuple[float, float] = (1.0, 1.0),
     ) -> list[Scored]:
         assert self.aclient is not None
         await self.ensure_async_collection()
-        args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights)
+        args = self.query_args(dense, sparse, cond, limit, prefetch_limit, weights=weights)
         if args is None:
             return []
         return self.scored((await self.aclient.query_points(**args)).points)

@@ -427,6 +427,7 @@ class EdgeBackend:
         collection: str,
         dimensions: int,
         sparse: bool,
+        *,
         sparse_name: str = WORDS,
         dense: bool = True,
         wal: bool = True,
@@ -452,7 +453,16 @@ class EdgeBackend:
         #: Whether the shard could not be loaded and was created empty (``wal=False`` only).
         self.rebuilt = False
         try:
-            self._open(qe, path, collection, dimensions, sparse, sparse_name, dense, wal)
+            self._open(
+                qe,
+                path,
+                collection,
+                dimensions,
+                sparse,
+                sparse_name=sparse_name,
+                dense=dense,
+                wal=wal,
+            )
         except BaseException:
             self._release()
             raise
@@ -471,6 +481,7 @@ class EdgeBackend:
         collection: str,
         dimensions: int,
         sparse: bool,
+        *,
         sparse_name: str,
         dense: bool,
         wal: bool,
@@ -648,6 +659,7 @@ class EdgeBackend:
         cond: Cond,
         limit: int,
         prefetch_limit: int,
+        *,
         weights: tuple[float, float] = (1.0, 1.0),
         narrow_by: str | None = None,
     ) -> list[Scored]:

@@ -4,14 +4,14 @@ Engines (the API is identical; ``engine=`` picks one):
 
 * ``"edge"`` - the Qdrant engine embedded in-process (``qdrant-edge-py``), one shard
   per collection under ``path`` (or a private temporary directory for ``":memory:"``).
-  With keyword payload indexes it filters by namespace in ~1-3 ms at 100k points.
+  Its keyword payload indexes find a namespace's points without a scan.
 * ``"client"`` - ``qdrant-client``: a server or cluster via ``url=`` (async twins use
   ``AsyncQdrantClient``), or its pure-Python local mode (``":memory:"`` / ``path=``),
-  which scans every point on each filtered query (~1 s at 100k points).
+  which scans every point on each filtered query.
 * ``"auto"`` (default) - ``url=`` or ``client=`` means qdrant-client; an embedded store
-  uses edge when ``qdrant_edge`` is importable (measured ~700x faster filtered search
-  and ~4x faster upserts at 100k points, see ``benchmarks/RESULTS_task_memory.md``),
-  else qdrant-client local mode.
+  uses edge when ``qdrant_edge`` is importable (it filters without scanning and upserts
+  faster: the numbers are in ``benchmarks/RESULTS_task_memory.md``), else qdrant-client
+  local mode.
 
 Every point carries ``tenant``, ``namespace`` and ``kind`` in its payload and every
 read filters on all three, so one namespace (or tenant) never sees another's data.
@@ -26,6 +26,7 @@ common case) carry only what they need.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -65,6 +66,107 @@ def _edge_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+_PLACES = ("client", "location", "path", "url")
+
+
+def _check_no_place(options: Mapping[str, Any], opener: str) -> None:
+    """Refuse a second place in a classmethod that names its own."""
+    given = [key for key in _PLACES if key in options]
+    if given:
+        raise ValidationError(
+            f"QdrantVectorStore.{opener}() opens its own place; drop "
+            + ", ".join(f"{key}=" for key in given)
+        )
+
+
+def _engine_and_url(
+    engine: str,
+    *,
+    client: QdrantClient | None,
+    location: str | None,
+    path: str | None,
+    url: str | None,
+) -> tuple[str, str | None]:
+    """The engine that serves the one place given (``"edge"`` or ``"client"``), and the
+    server's URL (a ``location`` other than ``":memory:"`` is one)."""
+    given = [place for place in (client, location, path, url) if place is not None]
+    if len(given) > 1:
+        raise ValidationError("give at most one of client, location, path, url")
+    if location is not None and location != ":memory:":
+        url = location
+    remote = client is not None or url is not None
+    if engine == "auto":
+        engine = "client" if remote or not _edge_available() else "edge"
+    if engine == "edge" and remote:
+        raise ValidationError("engine='edge' is embedded; use engine='client' with url= or client=")
+    if engine not in ("edge", "client"):
+        raise ValidationError(f"engine must be 'auto', 'edge' or 'client', got {engine!r}")
+    return engine, url
+
+
+def _open_client(
+    client: QdrantClient | None,
+    aclient: AsyncQdrantClient | None,
+    *,
+    path: str | None,
+    url: str | None,
+    api_key: str | None,
+) -> tuple[QdrantClient, AsyncQdrantClient | None]:
+    """``client`` as given, else a qdrant-client on ``url`` (with its async twin), on
+    ``path`` (local mode) or in memory."""
+    if client is not None:
+        return client, aclient
+    from qdrant_client import AsyncQdrantClient, QdrantClient
+
+    if url is not None:
+        return QdrantClient(url=url, api_key=api_key), aclient or AsyncQdrantClient(
+            url=url, api_key=api_key
+        )
+    if path is not None:
+        return QdrantClient(path=path), aclient
+    return QdrantClient(":memory:"), aclient
+
+
+def _check_dense(
+    backend: VectorBackend, embedder: Embedder, *, dense: bool, collection: str
+) -> None:
+    """Refuse an embedding model on a collection created without dense vectors: it would
+    never be used (the offline ``HashingEmbedder`` is fine, BM25 ranks alone)."""
+    if dense and not backend.dense and not isinstance(embedder, HashingEmbedder):
+        backend.close()
+        raise StorageError(
+            f"collection {collection!r} was created without dense vectors, so "
+            f"{type(embedder).__name__} would not be used; give another collection= "
+            "(or path=) for an embedding model",
+            collection=collection,
+        )
+
+
+def _fusion_weights(weights: tuple[float, float] | None, embedder: Embedder) -> tuple[float, float]:
+    """The RRF weights of (dense, sparse): BM25 outweighs the lexical ``HashingEmbedder``."""
+    if weights is None:
+        weights = (1.0, 4.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
+    if len(weights) != 2 or min(weights) < 0:
+        raise ValidationError(f"fusion_weights must be two weights >= 0, got {weights!r}")
+    return float(weights[0]), float(weights[1])
+
+
+def _sparse_encoder(
+    backend: VectorBackend, analyzer: Analyzer | None
+) -> BM25WordEncoder | BM25SparseEncoder:
+    """The BM25 encoder the collection was written with."""
+    if backend.sparse_name == BM25SparseEncoder.vector_name:
+        return BM25SparseEncoder()  # a collection written before the word analyzer
+    return BM25WordEncoder(analyzer)
+
+
+def _ensure_scope_indexes(backend: VectorBackend) -> None:
+    """Keyword indexes on every field each read filters on (the tenant's is the engine's
+    tenant index)."""
+    for key in ("tenant", "namespace", "kind", "record_id", *SCOPE_PAYLOAD_KEYS.values()):
+        backend.ensure_index(key, "keyword", tenant=key == "tenant")
 
 
 class _Core:
@@ -154,7 +256,7 @@ class QdrantVectorStore:
         >>> store.close()
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         client: QdrantClient | None = None,
         *,
@@ -188,75 +290,89 @@ class QdrantVectorStore:
         self._scope: dict[str, str] = dict(NO_SCOPE)
         if batch_size < 1:
             raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
-        targets = [
-            t
-            for t in (client is not None, location is not None, path is not None, url is not None)
-            if t
-        ]
-        if len(targets) > 1:
-            raise ValidationError("give at most one of client, location, path, url")
-        if location is not None and location != ":memory:":
-            url, location = location, None
-        remote = client is not None or url is not None
-        if engine == "auto":
-            engine = "client" if remote or not _edge_available() else "edge"
-        if engine == "edge" and remote:
-            raise ValidationError(
-                "engine='edge' is embedded; use engine='client' with url= or client="
-            )
-        if engine not in ("edge", "client"):
-            raise ValidationError(f"engine must be 'auto', 'edge' or 'client', got {engine!r}")
+        chosen, url = _engine_and_url(engine, client=client, location=location, path=path, url=url)
         embedder = embedder or HashingEmbedder()
         dims = int(embedder.dimensions)
         backend: VectorBackend
-        if engine == "edge":
-            backend = EdgeBackend(path, collection, dims, sparse, sparse_name, dense, wal)
+        if chosen == "edge":
+            backend = EdgeBackend(
+                path, collection, dims, sparse, sparse_name=sparse_name, dense=dense, wal=wal
+            )
         else:
-            from qdrant_client import AsyncQdrantClient, QdrantClient
-
-            if client is None:
-                if url is not None:
-                    client = QdrantClient(url=url, api_key=api_key)
-                    aclient = aclient or AsyncQdrantClient(url=url, api_key=api_key)
-                elif path is not None:
-                    client = QdrantClient(path=path)
-                else:
-                    client = QdrantClient(":memory:")
-            backend = ClientBackend(client, collection, dims, sparse, aclient, sparse_name, dense)
-        if dense and not backend.dense and not isinstance(embedder, HashingEmbedder):
-            backend.close()
-            raise StorageError(
-                f"collection {collection!r} was created without dense vectors, so "
-                f"{type(embedder).__name__} would not be used; give another collection= "
-                "(or path=) for an embedding model",
-                collection=collection,
+            client, aclient = _open_client(client, aclient, path=path, url=url, api_key=api_key)
+            backend = ClientBackend(
+                client, collection, dims, sparse, aclient, sparse_name=sparse_name, dense=dense
             )
-        if fusion_weights is None:
-            fusion_weights = (1.0, 4.0) if isinstance(embedder, HashingEmbedder) else (1.0, 1.0)
-        if len(fusion_weights) != 2 or min(fusion_weights) < 0:
-            raise ValidationError(
-                f"fusion_weights must be two weights >= 0, got {fusion_weights!r}"
-            )
-        self.fusion_weights = (float(fusion_weights[0]), float(fusion_weights[1]))
+        _check_dense(backend, embedder, dense=dense, collection=collection)
+        self.fusion_weights = _fusion_weights(fusion_weights, embedder)
         self.engine: str = backend.name
         self.rebuilt: bool = isinstance(backend, EdgeBackend) and backend.rebuilt
         self.collection = collection
-        encoder: BM25WordEncoder | BM25SparseEncoder | None = None
-        if sparse and backend.sparse_name == BM25SparseEncoder.vector_name:
-            encoder = BM25SparseEncoder()  # a collection written before the word analyzer
-        elif sparse:
-            encoder = BM25WordEncoder(analyzer)
+        encoder = _sparse_encoder(backend, analyzer) if sparse else None
         self._core = _Core(backend, embedder, encoder, batch_size, dense=backend.dense)
-        for key, kind in (
-            ("tenant", "keyword"),
-            ("namespace", "keyword"),
-            ("kind", "keyword"),
-            ("record_id", "keyword"),
-            *((key, "keyword") for key in SCOPE_PAYLOAD_KEYS.values()),
-        ):
-            backend.ensure_index(key, kind, tenant=key == "tenant")  # type: ignore[arg-type]
+        _ensure_scope_indexes(backend)
         for key, kind in (payload_indexes or {}).items():
             self.create_payload_index(key, kind)
+
+    @classmethod
+    def in_memory(cls, **options: Any) -> QdrantVectorStore:
+        """A store of this process alone, in memory: ``QdrantVectorStore()``.
+
+        The embedded engine (edge when ``qdrant_edge`` is importable, else qdrant-client's
+        local mode); ``options`` are the constructor's other keywords.
+
+        Raises:
+            ValidationError: ``options`` name a place (``client``, ``location``, ``path``
+                or ``url``), or a bad option.
+
+        Example:
+            >>> store = QdrantVectorStore.in_memory(collection="notes")
+            >>> store.collection
+            'notes'
+            >>> store.close()
+        """
+        _check_no_place(options, "in_memory")
+        return cls(**options)
+
+    @classmethod
+    def at_path(cls, path: str | os.PathLike[str], **options: Any) -> QdrantVectorStore:
+        """A durable embedded store in the directory ``path``: ``QdrantVectorStore(path=path)``.
+
+        Raises:
+            ValidationError: ``options`` name another place, or a bad option.
+        """
+        _check_no_place(options, "at_path")
+        return cls(path=os.fspath(path), **options)
+
+    @classmethod
+    def at_url(cls, url: str, *, api_key: str | None = None, **options: Any) -> QdrantVectorStore:
+        """A store on the Qdrant server or cluster at ``url``, through qdrant-client (and
+        ``AsyncQdrantClient`` for the async twins): ``QdrantVectorStore(url=url)``.
+
+        Raises:
+            ValidationError: ``options`` name another place, ``engine="edge"``, or a bad
+                option.
+        """
+        _check_no_place(options, "at_url")
+        return cls(url=url, api_key=api_key, **options)
+
+    @classmethod
+    def on_client(
+        cls,
+        client: QdrantClient,
+        *,
+        aclient: AsyncQdrantClient | None = None,
+        **options: Any,
+    ) -> QdrantVectorStore:
+        """A store on an existing ``QdrantClient`` (and ``aclient`` for native async twins):
+        ``QdrantVectorStore(client)``. :meth:`close` closes ``client`` too.
+
+        Raises:
+            ValidationError: ``options`` name another place, ``engine="edge"``, or a bad
+                option.
+        """
+        _check_no_place(options, "on_client")
+        return cls(client, aclient=aclient, **options)
 
     def __repr__(self) -> str:
         return f"QdrantVectorStore(engine={self.engine!r}, collection={self.collection!r}, tenant={self.tenant!r})"
@@ -490,7 +606,8 @@ class QdrantVectorStore:
         if mode != "dense" and isinstance(encoder, BM25WordEncoder):
             sparse = encoder.encode_query(query, feedback=feedback)
         elif mode != "dense" and encoder is not None:
-            # token ids (a store of 3eb5c89 or older): feedback joined, as it was read then
+            # token ids (a store written before the word analyzer): the feedback is joined
+            # to the query, as such a store was read when it was written
             sparse = encoder.encode_query("\n".join([query, *feedback]))
         return dense, sparse
 
@@ -562,7 +679,13 @@ class QdrantVectorStore:
         cond = self._cond(namespace, filter)
         dense, sparse = self._query_vectors(query, mode, top_n, feedback)
         scored = self._backend.query(
-            dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights, narrow_by
+            dense,
+            sparse,
+            cond,
+            top_n,
+            max(top_n * 4, 40),
+            weights=self.fusion_weights,
+            narrow_by=narrow_by,
         )
         return [self._hit(s) for s in scored]
 
@@ -822,7 +945,7 @@ class QdrantVectorStore:
         cond = self._cond(namespace, filter)
         dense, sparse = await asyncio.to_thread(self._query_vectors, query, mode, top_n, feedback)
         scored = await native.aquery(
-            dense, sparse, cond, top_n, max(top_n * 4, 40), self.fusion_weights
+            dense, sparse, cond, top_n, max(top_n * 4, 40), weights=self.fusion_weights
         )
         return [self._hit(s) for s in scored]
 

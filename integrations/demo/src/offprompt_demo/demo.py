@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -47,6 +47,12 @@ from rich.text import Text
 
 from offprompt.errors import DemoError
 from offprompt_demo import data as demo_data
+
+if TYPE_CHECKING:
+    from offprompt.conversation import ConversationMemory
+    from offprompt.stores import SQLiteStore
+    from offprompt.task_memory import TaskMemory
+    from offprompt.tokens import Tokenizer
 
 __all__ = ["SESSION", "TOOL", "DemoError", "DemoResult", "main", "run"]
 
@@ -254,15 +260,7 @@ def run(
     home = (home or _home()).resolve()
     if home.exists() and not home.is_dir():
         raise DemoError(f"home {home} is not a directory")
-    from langchain.agents import create_agent
-    from langchain_core.messages import ToolMessage
-    from langchain_core.tools import tool
-    from langgraph.checkpoint.memory import InMemorySaver
-    from llama_index.core.chat_engine import SimpleChatEngine
-    from offprompt_langchain import OffpromptMiddleware
-    from offprompt_langchain.testing import ScriptedChatModel
-    from offprompt_llamaindex import OffpromptMemory
-
+    _import_frameworks()
     from offprompt.conversation import ConversationMemory
     from offprompt.stores import SQLiteStore
     from offprompt.task_memory import TaskMemory
@@ -272,7 +270,49 @@ def run(
     home.mkdir(parents=True, exist_ok=True)
     result = DemoResult(home=home)
     tokenizer = default_tokenizer()
+    _print_intro(out, home)
+    document = demo_data.server_log(size_bytes)
 
+    store = SQLiteStore(home / "memory.db")
+    try:
+        task_memory = TaskMemory(path=home / "qdrant")
+        try:
+            conversation = ConversationMemory(store, SESSION, tokenizer=tokenizer)
+            result.replaced = _reset_previous(conversation, task_memory)
+            if result.replaced:
+                out.print(
+                    f"[dim]Replaced the previous demo run: session {SESSION!r} "
+                    f"({result.replaced} messages) and the log it stored were deleted.[/dim]"
+                )
+            _langchain_steps(out, result, task_memory, conversation, document)
+            _print_saved_session(out, result, store, tokenizer)
+        finally:
+            task_memory.close()  # so `offprompt inspect` can open the files next
+    finally:
+        store.close()
+    _llamaindex_step(out, result)
+    result.seconds = time.perf_counter() - started
+    _print_next(out, result)
+    return result
+
+
+def _import_frameworks() -> None:
+    """Import both adapters and their frameworks, so that a missing one fails (with an
+    ``ImportError``) before the demo prints anything."""
+    for module in (
+        "langchain.agents",
+        "langchain_core.messages",
+        "langchain_core.tools",
+        "langgraph.checkpoint.memory",
+        "llama_index.core.chat_engine",
+        "offprompt_langchain",
+        "offprompt_langchain.testing",
+        "offprompt_llamaindex",
+    ):
+        importlib.import_module(module)
+
+
+def _print_intro(out: Console, home: Path) -> None:
     out.print(
         Panel(
             Text.assemble(
@@ -294,123 +334,141 @@ def run(
             "where your own model goes).[/dim]"
         )
 
-    document = demo_data.server_log(size_bytes)
+
+def _langchain_steps(
+    out: Console,
+    result: DemoResult,
+    task_memory: TaskMemory,
+    conversation: ConversationMemory,
+    document: str,
+) -> None:
+    """Steps 1-4: the LangChain agent's tool output is stored, queried and answered from."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from offprompt_langchain import OffpromptMiddleware
+    from offprompt_langchain.testing import ScriptedChatModel
 
     @tool(TOOL)
     def fetch_server_log(service: str, night: str) -> str:
         """Fetch the complete server log of a service for one night."""
         return document
 
-    store = SQLiteStore(home / "memory.db")
-    try:
-        task_memory = TaskMemory(path=home / "qdrant")
-        try:
-            conversation = ConversationMemory(store, SESSION, tokenizer=tokenizer)
-            result.replaced = _reset_previous(conversation, task_memory)
-            if result.replaced:
-                out.print(
-                    f"[dim]Replaced the previous demo run: session {SESSION!r} "
-                    f"({result.replaced} messages) and the log it stored were deleted.[/dim]"
-                )
+    seen: dict[str, str] = {}
+    model = ScriptedChatModel(script=_langchain_script(seen))
+    agent = create_agent(
+        model,
+        [fetch_server_log],
+        system_prompt="You are an on-call assistant. Be brief.",
+        middleware=[OffpromptMiddleware(task_memory, max_tokens=8000, memory=conversation)],
+        checkpointer=InMemorySaver(),
+    )
+    out.print(Rule("1. A LangChain agent calls a tool that returns a big document"))
+    out.print(f"user: {QUESTION}", markup=False)
+    inputs: Any = {"messages": [("user", QUESTION)]}
+    # The thread id is the session the middleware records into.
+    state = agent.invoke(inputs, {"configurable": {"thread_id": SESSION}})
+    stored = next(
+        (
+            m
+            for m in state["messages"]
+            if isinstance(m, ToolMessage) and m.name == TOOL and m.artifact
+        ),
+        None,
+    )
+    if stored is None or stored.artifact.get("offprompt") != "stored":
+        raise DemoError("the tool output was not stored off-prompt")
+    result.namespace = stored.artifact["artifact_namespace"]
+    result.document_bytes = len(document.encode("utf-8"))
+    result.document_tokens = int(stored.artifact["tokens"])
+    result.reference = seen.get("reference", "")
+    result.reference_tokens = conversation.tokenizer.count(result.reference)
+    result.chars_to_model = model.chars_sent()
+    result.query_result = seen.get("query_result", "")
+    result.answer = str(state["messages"][-1].content)
+    out.print(
+        f"{TOOL}(service='checkout', night='2026-03-14') returned "
+        f"[bold]{result.document_bytes / 1e6:.1f} MB[/bold] "
+        f"({result.document_bytes:,} bytes, [bold]{result.document_tokens:,} tokens[/bold])."
+    )
+    _print_stored(out, result, task_memory, calls=len(model.calls), document_chars=len(document))
+    _print_query_and_answer(out, result)
 
-            # -- 1-4: LangChain agent -------------------------------------------------------
-            seen: dict[str, str] = {}
-            model = ScriptedChatModel(script=_langchain_script(seen))
-            agent = create_agent(
-                model,
-                [fetch_server_log],
-                system_prompt="You are an on-call assistant. Be brief.",
-                middleware=[OffpromptMiddleware(task_memory, max_tokens=8000, memory=conversation)],
-                checkpointer=InMemorySaver(),
-            )
-            out.print(Rule("1. A LangChain agent calls a tool that returns a big document"))
-            out.print(f"user: {QUESTION}", markup=False)
-            inputs: Any = {"messages": [("user", QUESTION)]}
-            # The thread id is the session the middleware records into.
-            state = agent.invoke(inputs, {"configurable": {"thread_id": SESSION}})
-            stored = next(
-                (
-                    m
-                    for m in state["messages"]
-                    if isinstance(m, ToolMessage) and m.name == TOOL and m.artifact
-                ),
-                None,
-            )
-            if stored is None or stored.artifact.get("offprompt") != "stored":
-                raise DemoError("the tool output was not stored off-prompt")
-            result.namespace = stored.artifact["artifact_namespace"]
-            result.document_bytes = len(document.encode("utf-8"))
-            result.document_tokens = int(stored.artifact["tokens"])
-            result.reference = seen.get("reference", "")
-            result.reference_tokens = tokenizer.count(result.reference)
-            result.chars_to_model = model.chars_sent()
-            result.query_result = seen.get("query_result", "")
-            result.answer = str(state["messages"][-1].content)
-            out.print(
-                f"{TOOL}(service='checkout', night='2026-03-14') returned "
-                f"[bold]{result.document_bytes / 1e6:.1f} MB[/bold] "
-                f"({result.document_bytes:,} bytes, [bold]{result.document_tokens:,} tokens[/bold])."
-            )
 
-            out.print(Rule("2. OffpromptMiddleware stored it off-prompt"))
-            meta = task_memory.namespace_metadata(result.namespace)
-            out.print(
-                f"Stored in embedded Qdrant at {escape(str(home / 'qdrant'))}: namespace "
-                f"[bold]{result.namespace}[/bold], {meta.get('chunks', '?')} chunks.",
-                soft_wrap=True,
-            )
-            out.print("The model got this reference instead of the log:")
-            out.print(Panel(Text(result.reference), expand=False, border_style="green"))
-            kept = result.document_tokens - result.reference_tokens
-            ratio = result.document_tokens / max(result.reference_tokens, 1)
-            out.print(
-                f"Tokens kept out of the prompt: [bold]{kept:,}[/bold] "
-                f"({result.document_tokens:,} -> {result.reference_tokens}, "
-                f"{ratio:,.0f}x smaller). Over its {len(model.calls)} calls the model "
-                f"received {result.chars_to_model:,} characters in all; the log alone is "
-                f"{len(document):,}."
-            )
+def _print_stored(
+    out: Console, result: DemoResult, task_memory: TaskMemory, *, calls: int, document_chars: int
+) -> None:
+    """Step 2: where the log went and what the model got instead."""
+    out.print(Rule("2. OffpromptMiddleware stored it off-prompt"))
+    meta = task_memory.namespace_metadata(result.namespace)
+    out.print(
+        f"Stored in embedded Qdrant at {escape(str(result.home / 'qdrant'))}: namespace "
+        f"[bold]{result.namespace}[/bold], {meta.get('chunks', '?')} chunks.",
+        soft_wrap=True,
+    )
+    out.print("The model got this reference instead of the log:")
+    out.print(Panel(Text(result.reference), expand=False, border_style="green"))
+    kept = result.document_tokens - result.reference_tokens
+    ratio = result.document_tokens / max(result.reference_tokens, 1)
+    out.print(
+        f"Tokens kept out of the prompt: [bold]{kept:,}[/bold] "
+        f"({result.document_tokens:,} -> {result.reference_tokens}, "
+        f"{ratio:,.0f}x smaller). Over its {calls} calls the model "
+        f"received {result.chars_to_model:,} characters in all; the log alone is "
+        f"{document_chars:,}."
+    )
 
-            out.print(Rule("3. The model queried the stored log"))
-            out.print(f"query_memory(query={QUERY!r}) found:", markup=False)
-            lines = [line for line in result.query_result.splitlines() if "CRIT" in line]
-            out.print(
-                Panel(
-                    Text("\n".join(lines) or "(no matching line)"),
-                    expand=False,
-                    border_style="green" if lines else "red",
-                )
-            )
-            out.print(
-                f"[dim]({len(result.query_result):,} characters of passages went back to the "
-                "model, best first.)[/dim]"
-            )
 
-            out.print(Rule("4. The answer"))
-            out.print(Text.assemble(("assistant: ", "bold"), result.answer))
-            if _CAUSE.search(result.query_result) is None:
-                raise DemoError("query_memory did not find the root cause in the stored log")
+def _print_query_and_answer(out: Console, result: DemoResult) -> None:
+    """Steps 3 and 4: what ``query_memory`` found, and the answer built on it."""
+    out.print(Rule("3. The model queried the stored log"))
+    out.print(f"query_memory(query={QUERY!r}) found:", markup=False)
+    lines = [line for line in result.query_result.splitlines() if "CRIT" in line]
+    out.print(
+        Panel(
+            Text("\n".join(lines) or "(no matching line)"),
+            expand=False,
+            border_style="green" if lines else "red",
+        )
+    )
+    out.print(
+        f"[dim]({len(result.query_result):,} characters of passages went back to the "
+        "model, best first.)[/dim]"
+    )
 
-            # -- 5: the saved session ------------------------------------------------------------
-            saved = ConversationMemory(store, SESSION, tokenizer=tokenizer).messages()
-            result.messages_saved = len(saved)
-            result.roles = [m.role for m in saved]
-            out.print(Rule("5. The conversation is saved"))
-            out.print(
-                f"Session [bold]{SESSION}[/bold] in {escape(str(store.path))}: {len(saved)} messages "
-                f"({', '.join(result.roles)}). The log itself is not in it: the tool message "
-                "holds the reference.",
-                soft_wrap=True,
-            )
-        finally:
-            task_memory.close()  # so `offprompt inspect` can open the files next
-    finally:
-        store.close()
+    out.print(Rule("4. The answer"))
+    out.print(Text.assemble(("assistant: ", "bold"), result.answer))
+    if _CAUSE.search(result.query_result) is None:
+        raise DemoError("query_memory did not find the root cause in the stored log")
 
-    # -- 6: LlamaIndex continues the same session ----------------------------------------
+
+def _print_saved_session(
+    out: Console, result: DemoResult, store: SQLiteStore, tokenizer: Tokenizer
+) -> None:
+    """Step 5: the session as a fresh ``ConversationMemory`` reads it back."""
+    from offprompt.conversation import ConversationMemory
+
+    saved = ConversationMemory(store, SESSION, tokenizer=tokenizer).messages()
+    result.messages_saved = len(saved)
+    result.roles = [m.role for m in saved]
+    out.print(Rule("5. The conversation is saved"))
+    out.print(
+        f"Session [bold]{SESSION}[/bold] in {escape(str(store.path))}: {len(saved)} messages "
+        f"({', '.join(result.roles)}). The log itself is not in it: the tool message "
+        "holds the reference.",
+        soft_wrap=True,
+    )
+
+
+def _llamaindex_step(out: Console, result: DemoResult) -> None:
+    """Step 6: LlamaIndex continues the session LangChain wrote."""
+    from llama_index.core.chat_engine import SimpleChatEngine
+    from offprompt_llamaindex import OffpromptMemory
+
     out.print(Rule("6. LlamaIndex continues the same session"))
     memory = OffpromptMemory.from_defaults(
-        session_id=SESSION, path=home / "memory.db", token_limit=8000
+        session_id=SESSION, path=result.home / "memory.db", token_limit=8000
     )
     received: list[Any] = []
     llm = _llamaindex_llm(_follow_up_reply, received)
@@ -431,10 +489,6 @@ def run(
     memory.close()
     if result.follow_up_answer.startswith("I don't know"):
         raise DemoError("the LlamaIndex memory did not hand the earlier answer to the model")
-
-    result.seconds = time.perf_counter() - started
-    _print_next(out, result)
-    return result
 
 
 def _command() -> str:

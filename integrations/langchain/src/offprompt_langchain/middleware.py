@@ -306,7 +306,7 @@ class OffpromptMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         'Hi!'
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         task_memory: TaskMemory,
         *,

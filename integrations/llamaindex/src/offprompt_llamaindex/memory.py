@@ -128,7 +128,7 @@ class OffpromptMemory(BaseMemory):
     _memory: ConversationMemory = PrivateAttr()
     _holds_shared: bool = PrivateAttr(default=False)
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         *,
         session_id: str = "default",
@@ -191,7 +191,7 @@ class OffpromptMemory(BaseMemory):
         return "OffpromptMemory"
 
     @classmethod
-    def from_defaults(  # type: ignore[override]
+    def from_defaults(  # type: ignore[override]  # noqa: PLR0913 keyword-only public options
         cls,
         session_id: str | None = None,
         token_limit: int | None = None,

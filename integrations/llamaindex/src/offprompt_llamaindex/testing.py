@@ -178,7 +178,7 @@ class ScriptedFunctionLLM(FunctionCallingLLM):
 
         return gen()
 
-    def _prepare_chat_with_tools(
+    def _prepare_chat_with_tools(  # noqa: PLR0917 LlamaIndex's own signature
         self,
         tools: Sequence[Any],
         user_msg: str | ChatMessage | None = None,

@@ -157,7 +157,7 @@ class OffpromptSession:
         [{'role': 'user', 'content': 'My code is 7431.'}]
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         session_id: str,
         *,
