@@ -126,7 +126,7 @@ def test_a_delete_racing_a_writer_leaves_its_parts_so_its_store_lands_whole(
         store.task_delete("ns", scope=ACME)
         assert part_rows(postgres_dsn, "ns") == 2  # the writer's, in flight
         key = _tasks.content_key(data[:2000])
-        seal = _tasks.op_seal_parts(part, "ns", key, "u1", 2, 2000)
+        seal = _tasks.op_seal_parts(part, "ns", key, upload="u1", count=2, size=2000)
         assert store._task(seal, "test", write=True) is True
         assert store.task_commit("ns", {}, expect=None, blobs=[key], scope=ACME) == 1
         assert store.task_get_blob("ns", key, scope=ACME) == data[:2000]
@@ -144,7 +144,7 @@ def test_a_blob_row_is_refused_when_its_parts_went_meanwhile(postgres_dsn: str) 
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute("DELETE FROM offprompt_task_parts WHERE namespace = 'ns'")
         key = _tasks.content_key(data[:2000])
-        seal = _tasks.op_seal_parts(part, "ns", key, "u1", 2, 2000)
+        seal = _tasks.op_seal_parts(part, "ns", key, upload="u1", count=2, size=2000)
         with pytest.raises(NotFoundError, match=r"2 of the 2 parts of blob .* are gone"):
             store._task(seal, "test", write=True)
         assert store.task_blob_keys("ns", scope=ACME) == []

@@ -167,6 +167,7 @@ def op_append(
     items: list[Message],
     counts: list[int],
     encoded: list[tuple[str, dict[str, bytes]]],
+    *,
     key: str | None,
 ) -> PgOp[list[int]]:
     n = len(items)

@@ -160,6 +160,7 @@ class PgConnections:
         dsn: str | None,
         pool: ConnectionPool[Any] | None,
         async_pool: AsyncConnectionPool[Any] | None,
+        *,
         max_size: int,
         timeout: float,
         connect_timeout: float,

@@ -76,11 +76,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # v4: stored tool outputs (TaskMemory(store=...)): metadata rows and raw bytes.
     4: _tasks.TASK_DDL("bytea"),
     # v5: a stored output's bytes go to TOAST uncompressed. pglz, the default, took about
-    # half of storing a 50 MB output (one backend compressing at ~30 MB/s); logs and JSON
-    # take ~3x the space uncompressed. Applies to bytes stored from now on.
+    # half of storing a large output (one backend compresses it alone); logs and JSON
+    # take a few times the space uncompressed. Applies to bytes stored from now on.
     5: ("ALTER TABLE offprompt_task_blobs ALTER COLUMN data SET STORAGE EXTERNAL",),
     # v6: a large output's bytes as part rows that several connections write and read at
-    # once (one backend TOASTing 50 MB took ~1.3 s; see _tasks.py). Blobs stored before
+    # once (one backend TOASTing a large output is slow; see _tasks.py). Blobs stored before
     # stay one row (parts = 0) and read as before.
     6: _tasks.PARTS_DDL,
 }
@@ -94,8 +94,8 @@ HAS_LZ4 = (
 
 #: Run after the statements of a migration when the server has lz4.
 WITH_LZ4: dict[int, tuple[str, ...]] = {
-    # lz4 TOAST compression: on these logs it stored 50 MB faster than no compression
-    # (less to write: ~3x smaller) and much faster than pglz, and reads back faster
+    # lz4 TOAST compression: on these logs it stored faster than no compression (less
+    # to write: a few times smaller) and much faster than pglz, and reads back faster
     # (fewer TOAST chunks). Without lz4 the columns stay EXTERNAL (uncompressed).
     6: tuple(
         f"ALTER TABLE {table} ALTER COLUMN data SET STORAGE EXTENDED,"

@@ -88,7 +88,7 @@ class PgTasks:
     ) -> int | None:
         text = _tasks.check_meta(meta)
         part = _tasks.task_part(namespace, scope)
-        op = _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
+        op = _tasks.op_commit(part, namespace, text, expect=expect, blobs=blobs, now=time.time())
         locked = _tasks.op_locked(part, namespace, op)
         version = self._task(locked, "committing a task output", write=True)
         self._collect_parts()
@@ -144,7 +144,9 @@ class PgTasks:
             key = _tasks.content_key(view)
             for future in futures:
                 future.result()
-            op_seal = _tasks.op_seal_parts(part, namespace, key, upload, count, size)
+            op_seal = _tasks.op_seal_parts(
+                part, namespace, key, upload=upload, count=count, size=size
+            )
             self._task(op_seal, action, write=True)
         except BaseException:
             for future in futures:

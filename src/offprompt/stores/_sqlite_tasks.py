@@ -69,7 +69,7 @@ class SQLiteTasks:
         text = _tasks.check_meta(meta)
         part = _tasks.task_part(namespace, scope)
         version: int | None = self._task_write(
-            _tasks.op_commit(part, namespace, text, expect, blobs, time.time())
+            _tasks.op_commit(part, namespace, text, expect=expect, blobs=blobs, now=time.time())
         )
         return version
 

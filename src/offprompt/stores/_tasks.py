@@ -165,7 +165,7 @@ def op_locked(part: Part, namespace: str, op: Op[_T]) -> Op[_T]:
 
 
 def op_commit(
-    part: Part, namespace: str, meta: str, expect: int | None, blobs: Sequence[str], now: float
+    part: Part, namespace: str, meta: str, *, expect: int | None, blobs: Sequence[str], now: float
 ) -> Op[int | None]:
     """Write the metadata if its version is still ``expect`` (None: it must not exist)."""
     if expect is None:
@@ -258,7 +258,7 @@ def op_put_part(
 
 
 def op_seal_parts(
-    part: Part, namespace: str, key: str, upload: str, count: int, size: int
+    part: Part, namespace: str, key: str, *, upload: str, count: int, size: int
 ) -> Op[bool]:
     """Write the blob row of an upload whose ``count`` parts are stored, in one
     transaction; False if the blob was stored already (this upload's parts are dropped).

@@ -187,7 +187,14 @@ class PostgresStore(PgTasks, PgConnections, BaseTaskStore):
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
     ) -> None:
-        self._connect(dsn, pool, async_pool, max_size, timeout, connect_timeout)
+        self._connect(
+            dsn,
+            pool,
+            async_pool,
+            max_size=max_size,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+        )
         self._migrate()
 
     def __repr__(self) -> str:
@@ -230,7 +237,7 @@ class PostgresStore(PgTasks, PgConnections, BaseTaskStore):
             return []
         if single_statement(prepared):
             return self._do(op_append_one(*prepared[:5]), action="append")
-        return self._do(op_append(*prepared), action="append", write=True)
+        return self._do(op_append(*prepared[:5], key=prepared[5]), action="append", write=True)
 
     async def aappend(
         self,
@@ -247,7 +254,9 @@ class PostgresStore(PgTasks, PgConnections, BaseTaskStore):
             return []
         if single_statement(prepared):
             return await self._ado(op_append_one(*prepared[:5]), action="append")
-        return await self._ado(op_append(*prepared), action="append", write=True)
+        return await self._ado(
+            op_append(*prepared[:5], key=prepared[5]), action="append", write=True
+        )
 
     @staticmethod
     def _prepare_append(

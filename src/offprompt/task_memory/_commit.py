@@ -23,6 +23,7 @@ import contextlib
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -80,6 +81,39 @@ EMPTY_OUTPUT = "tool output is empty"
 # Raw outputs from this size on are hashed and stored in a worker thread beside the
 # card's stats, unless the raw store opts out (see _beside).
 BESIDE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class WriteStamp:
+    """When and by what a write was made: what its metadata records."""
+
+    now: str
+    tool: str | None
+    activity: str | None
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write in flight, from its first byte to its commit: what a retried commit,
+    a rebase and a re-put need of it.
+
+    Attributes:
+        namespace: Where it goes.
+        storage: The one storage of its artifacts.
+        entries: Its artifacts' entries (a rebase resets their chunk fields).
+        items: Its artifacts, one per entry.
+        fresh: The raw bytes written, by generation.
+        stamp: When and by what.
+        replaced: A replacing write's list of the metadata it replaced, else ``None``.
+    """
+
+    namespace: str
+    storage: ArtifactStorage
+    entries: list[ArtifactEntry]
+    items: Sequence[BaseArtifact]
+    fresh: Mapping[str, bytes]
+    stamp: WriteStamp
+    replaced: list[NamespaceMeta] | None
 
 
 def beside(storage: TextArtifactStorage, size: int) -> bool:
@@ -154,8 +188,8 @@ class Writer:
         storage = self.storage_for(artifact)
         items = list(artifact.value) if isinstance(artifact, ListArtifact) else [artifact]
         with parts.lock:
-            now = datetime.now(timezone.utc).isoformat()
-            meta = self.base_meta(namespace, storage.kind, tool, activity, now, replaced)
+            stamp = WriteStamp(datetime.now(timezone.utc).isoformat(), tool, activity)
+            meta = self.base_meta(namespace, storage.kind, stamp, replaced)
             # Background: raw text now, chunks later. Sync (and storages without a raw
             # store): the whole write before the commit, all or nothing, as before.
             raw = (
@@ -212,25 +246,13 @@ class Writer:
 
                 def finish(m: NamespaceMeta) -> None:
                     card = self.stats.fresh(namespace, m, items, fresh)
-                    self.finish_meta(m, card, now, tool, activity, sensitive, context)
+                    self.finish_meta(m, card, stamp, sensitive=sensitive, context=context)
 
                 if stats is not None:
-                    self.finish_meta(meta, stats, now, tool, activity, sensitive, context)
+                    self.finish_meta(meta, stats, stamp, sensitive=sensitive, context=context)
                 # The commit point: one atomic metadata write makes the generation visible.
-                meta = self.commit(
-                    namespace,
-                    meta,
-                    storage,
-                    entries,
-                    items,
-                    fresh,
-                    finish,
-                    now,
-                    tool,
-                    activity,
-                    stale=stats is None,
-                    replaced=replaced,
-                )
+                write = Write(namespace, storage, entries, items, fresh, stamp, replaced)
+                meta = self.commit(write, meta, finish, stale=stats is None)
             except BaseException:
                 for _, pending in puts:
                     pending.wait()  # no write may still be running when we clean up
@@ -258,9 +280,7 @@ class Writer:
         self,
         namespace: str,
         kind: str,
-        tool: str | None,
-        activity: str | None,
-        now: str,
+        stamp: WriteStamp,
         replaced: list[NamespaceMeta] | None = None,
     ) -> NamespaceMeta:
         """The committed metadata a write appends to (a fresh document if none is ours:
@@ -287,9 +307,9 @@ class Writer:
         return NamespaceMeta(
             memory=parts.name,
             storage=kind,
-            tool=tool,
-            activity=activity,
-            created_at=found.created_at if replaced and found is not None else now,
+            tool=stamp.tool,
+            activity=stamp.activity,
+            created_at=found.created_at if replaced and found is not None else stamp.now,
             artifacts=[],
             subtasks=[],
             sensitive=False,
@@ -300,16 +320,15 @@ class Writer:
         self,
         meta: NamespaceMeta,
         stats: dict[str, Any],
-        now: str,
-        tool: str | None,
-        activity: str | None,
+        stamp: WriteStamp,
+        *,
         sensitive: bool,
         context: ActionSubtaskMetaEntry | None,
     ) -> None:
         """Record the write in ``meta``: when, by what, whether sensitive, the card's stats."""
-        meta.updated_at = now
-        meta.tool = meta.tool or tool
-        meta.activity = meta.activity or activity
+        meta.updated_at = stamp.now
+        meta.tool = meta.tool or stamp.tool
+        meta.activity = meta.activity or stamp.activity
         meta.sensitive = meta.sensitive or sensitive
         if context is not None:
             meta.subtasks = [*meta.subtasks, context.to_dict()]
@@ -320,22 +339,14 @@ class Writer:
 
     def commit(
         self,
-        namespace: str,
+        write: Write,
         meta: NamespaceMeta,
-        storage: ArtifactStorage,
-        entries: list[ArtifactEntry],
-        items: Sequence[BaseArtifact],
-        fresh: Mapping[str, bytes],
         finish: Callable[[NamespaceMeta], None],
-        now: str,
-        tool: str | None,
-        activity: str | None,
         *,
         stale: bool = False,
-        replaced: list[NamespaceMeta] | None = None,
     ) -> NamespaceMeta:
-        """Commit ``meta`` (``entries`` appended to ``seen`` committed artifacts; with
-        ``replaced``, ``entries`` alone over whatever is committed, see :func:`base_meta`).
+        """Commit ``meta`` (the write's entries appended to the committed artifacts; for a
+        replacing write, its entries alone over whatever is committed, see :func:`base_meta`).
 
         When another process committed the namespace meanwhile (a version conflict),
         the entries are appended to what it committed and the card recomputed, so two
@@ -346,11 +357,12 @@ class Writer:
         deleted before its card could be computed (``stale``, or the recomputed card
         finds it gone), the entries are appended to what is committed now.
         """
-        keys = [str(e.blob_key) for e in entries if e.blob_key]
+        namespace = write.namespace
+        keys = [str(e.blob_key) for e in write.entries if e.blob_key]
         catalog = self.parts.catalog
         for _ in range(COMMIT_RETRIES):
             if stale:
-                meta = self.rebase(namespace, storage, entries, now, tool, activity, replaced)
+                meta = self.rebase(write)
                 try:
                     finish(meta)
                 except NotFoundError:
@@ -362,35 +374,26 @@ class Writer:
                 with catalog.guard(namespace):
                     if catalog.commit(namespace, meta, blobs=keys):
                         if catalog.shared and not catalog.checks_blobs:
-                            self.reput(namespace, storage, entries, items, fresh, missing_only=True)
+                            self.reput(write, missing_only=True)
                         return meta
                 stale = True  # a version conflict
             except NotFoundError:
-                self.reput(namespace, storage, entries, items, fresh, missing_only=False)
+                self.reput(write, missing_only=False)
         raise StorageError(
             f"namespace {namespace!r}: {COMMIT_RETRIES} commits in a row lost to other "
             "writers of the same namespace",
             namespace=namespace,
         )
 
-    def rebase(
-        self,
-        namespace: str,
-        storage: ArtifactStorage,
-        entries: list[ArtifactEntry],
-        now: str,
-        tool: str | None,
-        activity: str | None,
-        replaced: list[NamespaceMeta] | None = None,
-    ) -> NamespaceMeta:
-        """``entries`` appended to what is committed now (another writer committed, or a
+    def rebase(self, write: Write) -> NamespaceMeta:
+        """The write's entries appended to what is committed now (another writer committed, or a
         delete removed what they were appended to); chunks written (``sync``) at positions
         after the old artifacts are dropped, to be indexed again from the raw text.
-        A replacing write (``replaced``) keeps its entries as they are, over the version
-        committed now."""
+        A replacing write keeps its entries as they are, over the version committed now."""
         parts = self.parts
-        meta = self.base_meta(namespace, storage.kind, tool, activity, now, replaced)
-        if replaced is not None:
+        namespace, storage, entries = write.namespace, write.storage, write.entries
+        meta = self.base_meta(namespace, storage.kind, write.stamp, write.replaced)
+        if write.replaced is not None:
             meta.artifacts = list(entries)
             meta.totals()
             return meta
@@ -409,18 +412,11 @@ class Writer:
         meta.totals()
         return meta
 
-    def reput(
-        self,
-        namespace: str,
-        storage: ArtifactStorage,
-        entries: Sequence[ArtifactEntry],
-        items: Sequence[BaseArtifact],
-        fresh: Mapping[str, bytes],
-        *,
-        missing_only: bool,
-    ) -> None:
-        """Write the bytes of ``entries`` again (those gone from the blob store only)."""
+    def reput(self, write: Write, *, missing_only: bool) -> None:
+        """Write the bytes of the write's entries again (those gone from the blob store
+        only)."""
         parts = self.parts
+        namespace, storage, fresh = write.namespace, write.storage, write.fresh
         if isinstance(storage, TextArtifactStorage) and storage.raw_store is not None:
             store: Any = storage.raw_store
             kw: dict[str, Any] = storage.raw_options
@@ -429,7 +425,7 @@ class Writer:
         else:
             return
         have = set(store.keys(namespace, tenant=parts.tenant, **kw)) if missing_only else set()
-        for entry, item in zip(entries, items, strict=True):
+        for entry, item in zip(write.entries, write.items, strict=True):
             key = entry.blob_key
             if not key or key in have:
                 continue

@@ -229,6 +229,7 @@ def open_catalog(
     layout: PathLayout | None,
     store: BaseStore | None,
     blob_store: BlobStore | None,
+    *,
     row_scope: Scope,
     scoped_vectors: QdrantVectorStore,
     vector_store: QdrantVectorStore,

@@ -32,8 +32,8 @@ __all__ = ["CANDIDATES", "CHUNKS_PER_POINT", "narrow_hits", "point_payload", "po
 
 #: Chunks per point of a lexical-only index. Measured on ten 20 MB logs
 #: (``benchmarks/bench_shared.py``, section 4) and on the Loghub dev logs' rare events
-#: (``benchmarks/bench_query_memory_loghub.py``): the index shrinks from 1.57x to about
-#: 0.75x the text while the rare events found stay the same.
+#: (``benchmarks/bench_query_memory_loghub.py``): the index shrinks to about half while
+#: the rare events found stay the same.
 CHUNKS_PER_POINT = 4
 #: Points a search of several-chunk points fetches per result asked for: the chunks they
 #: narrow to are reranked (:func:`narrow_hits`) and the best ``top_n`` kept.

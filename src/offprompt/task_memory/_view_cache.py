@@ -27,11 +27,11 @@ __all__ = ["DEFAULT_CACHE_BYTES", "PendingTexts", "ViewCache"]
 #: Bytes of namespace text a memory keeps decoded and cut (LRU by bytes; the view last
 #: read stays even when it alone is larger). Every stored output passes through it (its
 #: card is computed from it), so this is what a process keeps of what it stored. A miss
-#: under ``path=`` costs a page-cache read and one newline pass (a grep of a 20 MB output
-#: took 12 ms instead of 6 ms); at 64 MiB a process that stored ten 20 MB logs kept three
-#: of them, 38 MiB more anonymous memory. It also bounds :class:`PendingTexts`: an output
-#: larger than it is read back from the raw store when indexed (66 ms for 50 MB
-#: beside seconds of indexing).
+#: under ``path=`` costs a page-cache read and one newline pass, about as much again as
+#: the grep it serves; a larger default kept little more than that in a process storing
+#: many large logs, for much more anonymous memory (benchmarks/bench_shared.py). It also
+#: bounds :class:`PendingTexts`: an output larger than it is read back from the raw store
+#: when indexed, a small cost beside the indexing itself.
 DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
 
 ViewKey = tuple[str, tuple[tuple[Any, ...], ...]]

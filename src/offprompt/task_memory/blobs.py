@@ -397,9 +397,9 @@ class FileBlobStore:
     #: Whether ``TaskMemory`` should call :meth:`put` from a worker thread beside the
     #: card's stats (a store without this attribute: yes). Not for files: measured with
     #: ``benchmarks/bench_shared.py`` (section 1, the disk synced before each store), a
-    #: 50 MB put took 0.17-0.21 s from a worker against ~0.06 s on the calling thread,
-    #: with ~10 ms of stats to overlap. In memory and on SQL stores the worker's hash and
-    #: send do overlap them (10 MB in memory 0.011 s against 0.015 s on the caller).
+    #: large put is several times slower from a worker than on the calling thread, for
+    #: little stats work to overlap. In memory and on SQL stores the worker's hash and
+    #: send do overlap them.
     put_beside = False
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -581,14 +581,14 @@ class FileBlobStore:
         with self._reading(namespace, key, path), open(path, "rb") as handle:
             signature = _signature(os.fstat(handle.fileno()))
             if self.verified.holds(str(path), signature):
-                return self._read_span(namespace, key, handle, signature[1], start, stop)
+                return self._read_span(namespace, key, handle, signature[1], start=start, stop=stop)
             data = handle.read()
         self._verify(namespace, key, path, signature, data)
         return data[start:stop]
 
     @staticmethod
     def _read_span(
-        namespace: str, key: str, handle: BinaryIO, size: int, start: int, stop: int
+        namespace: str, key: str, handle: BinaryIO, size: int, *, start: int, stop: int
     ) -> bytes:
         """Bytes ``start:stop`` of a verified file of ``size`` bytes; a short read raises."""
         want = max(0, min(stop, size) - start)

@@ -232,9 +232,9 @@ def _outline_lines(outline: str, limit: int) -> list[str]:
     return shown
 
 
-def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines: int) -> str:
-    size = f"{stats.bytes:,} bytes"
-    parts = [f"{_CARD_PREFIX} kind: {stats.kind}", size]
+def _summary_line(stats: OutputStats) -> str:
+    """The card's first line: kind, size, lines, columns, tokens, pages, artifacts."""
+    parts = [f"{_CARD_PREFIX} kind: {stats.kind}", f"{stats.bytes:,} bytes"]
     if stats.kind not in ("binary", "image") or stats.lines:
         parts.append(f"{stats.lines:,} lines")
     if stats.column_count:
@@ -246,7 +246,36 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
         parts.append(f"{pages} pages of {stats.page_tokens:,} tokens")
     if stats.artifacts > 1:
         parts.append(f"{stats.artifacts} artifacts")
-    out = [" | ".join(parts)]
+    return " | ".join(parts)
+
+
+def _preview_lines(stats: OutputStats, head: int, tail: int, width: int) -> list[str]:
+    """The card's preview: a JSON document's compact sample, or its first and last lines
+    (a table's header line, shown with the columns, left out)."""
+    out: list[str] = []
+    heads, tails = stats.head[:head], stats.tail
+    if stats.sample is not None:
+        # A JSON document: its compact sample says more than its first and last lines.
+        heads, tails = [], []
+        if width:
+            expression, text = stats.sample
+            out.append(f"sample {expression} (compact JSON):")
+            out.append(f"  {cut_line(text, width * 3 // 2)}")
+    elif stats.columns:
+        heads = [h for h in stats.head if h[0] > 1][:head]  # line 1 is the header shown above
+    if heads:
+        out.append("first lines (as JSON strings):")
+        out.extend(f"  {n}: {_quote(cut_line(text, width))}" for n, text in heads)
+    last = heads[-1][0] if heads else (1 if stats.columns else 0)
+    tails = [t for t in tails if t[0] > last][-tail:] if tail else []
+    if tails:
+        out.append("last lines (as JSON strings):")
+        out.extend(f"  {n}: {_quote(cut_line(text, width))}" for n, text in tails)
+    return out
+
+
+def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines: int) -> str:
+    out = [_summary_line(stats)]
     if stats.tokens_estimated:
         out.append("(token and page counts are estimates until indexing finishes)")
     elif not stats.indexed:
@@ -267,24 +296,7 @@ def _render(stats: OutputStats, head: int, tail: int, width: int, outline_lines:
     if stats.columns and width:
         names = ", ".join(_quote(name) for name in stats.columns)
         out.append(f"columns: {cut_line(names, width)}")
-    heads, tails = stats.head[:head], stats.tail
-    if stats.sample is not None:
-        # A JSON document: its compact sample says more than its first and last lines.
-        heads, tails = [], []
-        if width:
-            expression, text = stats.sample
-            out.append(f"sample {expression} (compact JSON):")
-            out.append(f"  {cut_line(text, width * 3 // 2)}")
-    elif stats.columns:
-        heads = [h for h in stats.head if h[0] > 1][:head]  # line 1 is the header shown above
-    if heads:
-        out.append("first lines (as JSON strings):")
-        out.extend(f"  {n}: {_quote(cut_line(text, width))}" for n, text in heads)
-    last = heads[-1][0] if heads else (1 if stats.columns else 0)
-    tails = [t for t in tails if t[0] > last][-tail:] if tail else []
-    if tails:
-        out.append("last lines (as JSON strings):")
-        out.extend(f"  {n}: {_quote(cut_line(text, width))}" for n, text in tails)
+    out.extend(_preview_lines(stats, head, tail, width))
     if stats.tools:
         out.append("tools: " + ", ".join(stats.tools))
     return "\n".join(out)

@@ -156,7 +156,9 @@ def excerpt(
             except NotJsonError:
                 pass
             else:
-                text = structure_excerpt(view, kind, value, stats, namespace, budget, tokenizer)
+                text = structure_excerpt(
+                    view, kind, value, stats, namespace, max_tokens=budget, tokenizer=tokenizer
+                )
         mode = "structure" if text is not None else "lines"
         if text is None:
             text = lines_excerpt(view, namespace, budget, tokenizer)
@@ -722,6 +724,7 @@ def structure_excerpt(
     value: Any,
     stats: dict[str, Any],
     namespace: str,
+    *,
     max_tokens: int,
     tokenizer: TokenCodec,
 ) -> str | None:

@@ -8,6 +8,7 @@ that never committed stays invisible.
 
 from __future__ import annotations
 
+import functools
 import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -114,8 +115,9 @@ def _describe(artifact: BaseArtifact, generation: str, first_seq: int) -> Entry:
 CHUNK_BM25_LENGTH = 8
 # Above this many characters, tokenising and embedding + upserting run in two threads.
 _PIPELINE_MIN_CHARS = 1_000_000
-#: Points per engine upsert call of :meth:`TextArtifactStorage.index_text` (one call keeps
-#: the GIL ~0.1 ms a point: 64 points are a few ms, and no slower to index than 256).
+#: Points per engine upsert call of :meth:`TextArtifactStorage.index_text`: one call keeps
+#: the GIL for all its points, so a read waits at most one step of them, and steps of
+#: this size index no slower than larger ones (benchmarks/bench_task_memory.py).
 _UPSERT_STEP = 64
 
 
@@ -146,6 +148,42 @@ def encode_utf8(text: str) -> bytes:
         raise ValidationError(
             f"text is not valid Unicode at character {exc.start}: {exc.reason}"
         ) from None
+
+
+def _stop_if_asked(should_stop: Callable[[], bool] | None, namespace: str) -> None:
+    """Raise ``IndexCancelled`` once ``should_stop()`` turns true (see ``index_text``)."""
+    if should_stop is not None and should_stop():
+        raise IndexCancelled(namespace)
+
+
+def _point(chunks: list[Chunk], *, first_seq: int, generation: str, located: bool) -> VectorRecord:
+    """The engine point of ``chunks`` (one or several consecutive chunks)."""
+    payload = point_payload(chunks, first_seq=first_seq, generation=generation, located=located)
+    return VectorRecord(
+        id=f"{generation}:{payload['seq']}",
+        # With a raw store the text is read from there (see passage()); without
+        # one a point is one chunk.
+        text="" if located else chunks[0].text,
+        embed_text=chunks[0].embed_text + "".join(c.text for c in chunks[1:]),
+        payload=payload,
+    )
+
+
+def _encode_token_ids(
+    encoder: BM25SparseEncoder,
+    groups: list[list[Chunk]],
+    batch: list[VectorRecord],
+    *,
+    avg_len: float | None,
+) -> None:
+    """Give each point of ``batch`` its BM25 vector over token ids: the chunks' ids,
+    reused, in one pass over the batch (see ``encode_spans``); the word analyzer reads
+    ``embed_text`` in upsert instead."""
+    ids = np.concatenate([c.token_ids for group in groups for c in group])
+    stops = list(accumulate(sum(c.tokens for c in group) for group in groups))
+    vectors = encoder.encode_spans(ids, stops, avg_len=avg_len)
+    for record, vector in zip(batch, vectors, strict=True):
+        record.sparse = vector
 
 
 class TextArtifactStorage:
@@ -201,7 +239,7 @@ class TextArtifactStorage:
     kind: ClassVar[str] = "text"
     artifact_types: ClassVar[tuple[type[BaseArtifact], ...]] = (TextArtifact, JsonArtifact)
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         vector_store: QdrantVectorStore,
         *,
@@ -362,8 +400,8 @@ class TextArtifactStorage:
         every chunk is cut, before every ``_UPSERT_STEP`` points are upserted and before
         every segment is tokenised. ``TaskMemory``'s background indexer waits there while
         a read of its process runs, so a read starting in the middle of a batch holds
-        the indexer off within a step, not after the batch (a batch of 512 chunks keeps
-        the GIL for most of its 0.1-0.3 s: a 50 MB grep beside it took 3-4x its time).
+        the indexer off within a step, not after the batch (a whole batch keeps the GIL
+        for most of its time, and a grep beside it would wait that long).
 
         Returns ``{"chunks", "tokens", "bytes", "chars"}``.
 
@@ -375,36 +413,17 @@ class TextArtifactStorage:
         counted = {"chunks": 0, "tokens": 0}
         located = self.raw_store is not None
 
-        def check() -> None:
-            if should_stop is not None and should_stop():
-                raise IndexCancelled(namespace)
+        check = functools.partial(_stop_if_asked, should_stop, namespace)
 
         per_point = self.chunks_per_point
         ids_encoder = encoder if isinstance(encoder, BM25SparseEncoder) else None
 
         def point(chunks: list[Chunk]) -> VectorRecord:
-            payload = point_payload(
-                chunks, first_seq=first_seq, generation=generation, located=located
-            )
-            return VectorRecord(
-                id=f"{generation}:{payload['seq']}",
-                # With a raw store the text is read from there (see passage()); without
-                # one a point is one chunk.
-                text="" if located else chunks[0].text,
-                embed_text=chunks[0].embed_text + "".join(c.text for c in chunks[1:]),
-                payload=payload,
-            )
+            return _point(chunks, first_seq=first_seq, generation=generation, located=located)
 
         def encode(groups: list[list[Chunk]], batch: list[VectorRecord]) -> None:
-            # BM25 over token ids reuses the chunks' ids, one pass over every point of the
-            # batch (see encode_spans); the word analyzer reads embed_text in upsert.
-            if ids_encoder is None:
-                return
-            ids = np.concatenate([c.token_ids for group in groups for c in group])
-            stops = list(accumulate(sum(c.tokens for c in group) for group in groups))
-            vectors = ids_encoder.encode_spans(ids, stops, avg_len=self.bm25_avg_len)
-            for record, vector in zip(batch, vectors, strict=True):
-                record.sparse = vector
+            if ids_encoder is not None:
+                _encode_token_ids(ids_encoder, groups, batch, avg_len=self.bm25_avg_len)
 
         def store_chunks(segments: Iterable[Segment]) -> None:
             batch: list[VectorRecord] = []
@@ -415,7 +434,7 @@ class TextArtifactStorage:
 
             def flush() -> None:
                 encode(groups, batch)
-                # The engine's upsert keeps the GIL throughout (~0.1 ms a point): in steps.
+                # The engine's upsert keeps the GIL throughout: in steps (_UPSERT_STEP).
                 for start in range(0, len(batch), _UPSERT_STEP):
                     check()
                     store.upsert(namespace, batch[start : start + _UPSERT_STEP])
@@ -464,7 +483,7 @@ class TextArtifactStorage:
         else:
             store_chunks(segments())
         # Seal every ~64 MiB of chunks into a read-only segment (see QdrantVectorStore.
-        # compact): the engine's RAM for them drops from ~4 KB to ~0.6 KB per chunk.
+        # compact): sealed chunks take a fraction of the engine's RAM of live ones.
         store.compact(min_bytes=COMPACT_BYTES)
         return {
             "chunks": counted["chunks"],

@@ -157,7 +157,7 @@ class TaskMemory:
         'disk full on node 7'
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 keyword-only public options
         self,
         name: str = "TaskMemory",
         *,
@@ -234,10 +234,10 @@ class TaskMemory:
             layout,
             store,
             blob_store,
-            row_scope,
-            self.vector_store,
-            vector_store,
-            self.index_location,
+            row_scope=row_scope,
+            scoped_vectors=self.vector_store,
+            vector_store=vector_store,
+            index_location=self.index_location,
         )
         #: The store that holds the truth (``task.db`` for ``path=``, ``store=``), or None
         #: when the metadata lives in the vector store (in memory, ``vector_store=``).

@@ -135,6 +135,16 @@ def _count_lines_with(data: bytes, literal: bytes, pos: int) -> int:
     return total
 
 
+def _check_grep_bounds(context: Any, max_matches: Any) -> None:
+    """``ValidationError`` unless ``context`` and ``max_matches`` are ints in range."""
+    if not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
+        raise ValidationError(f"context must be an int in 0..{MAX_CONTEXT}, got {context!r}")
+    if not isinstance(max_matches, int) or not 1 <= max_matches <= MAX_MATCHES:
+        raise ValidationError(
+            f"max_matches must be an int in 1..{MAX_MATCHES}, got {max_matches!r}"
+        )
+
+
 class TextView:
     """Read-only exact access to ``data`` (UTF-8 text); thread-safe.
 
@@ -293,12 +303,7 @@ class TextView:
         max_matches: int = 50,
     ) -> GrepResult:
         """Lines matching ``pattern`` (see :meth:`TaskMemory.grep`)."""
-        if not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
-            raise ValidationError(f"context must be an int in 0..{MAX_CONTEXT}, got {context!r}")
-        if not isinstance(max_matches, int) or not 1 <= max_matches <= MAX_MATCHES:
-            raise ValidationError(
-                f"max_matches must be an int in 1..{MAX_MATCHES}, got {max_matches!r}"
-            )
+        _check_grep_bounds(context, max_matches)
         data = self.data
         literal = None
         if not regex and not ignore_case:
@@ -334,7 +339,7 @@ class TextView:
                     break
                 hit_end = hit + len(literal)
             else:
-                # The raw RE2 call: the re-like wrapper costs ~4x more per match.
+                # The raw RE2 call: the re-like wrapper costs several times more per match.
                 hit, hit_end = matcher(anchor, data, pos, size)[0]
                 if hit == -1 or hit == end_of_text:
                     break
@@ -357,8 +362,8 @@ class TextView:
         # The rest is only counted. A literal is counted a window at a time in C (split,
         # then which pieces hold a newline), without running Python per line: a loop of
         # finds gives the GIL away every few ms, and an indexing thread of this process
-        # then holds it for tens of ms each time (a frequent string in 50 MB, ~100,000
-        # lines, took 10x as long beside indexing).
+        # then holds it for tens of ms each time (benchmarks/bench_shared.py measures a
+        # grep beside indexing).
         if full and literal is not None:
             total += _count_lines_with(data, literal, pos)
         elif full:
