@@ -29,7 +29,7 @@ Example:
     True
     >>> tree.read("/todo.md", offset=1, limit=1).lines
     ('write docs',)
-    >>> [(e.path, e.is_dir) for e in tree.list("/")]
+    >>> [(e.path, e.is_dir) for e in tree.list_dir("/")]
     [('/todo.md', False)]
 """
 
@@ -66,9 +66,6 @@ __all__ = [
     "children",
     "subtree",
 ]
-
-ROOT = "/"
-
 
 class FileStateStore(Protocol):
     """The part of an offprompt store a :class:`FileTree` uses: its state API."""
@@ -115,7 +112,10 @@ def check_path(path: object, *, directory: bool = False) -> str:
     if not path.startswith("/"):
         raise _refuse(path, "it must be absolute (start with '/')")
     for char in path:
-        if unicodedata.category(char) in ("Cc", "Cs") or char in "\u2028\u2029":
+        category = unicodedata.category(char)
+        if category == "Cs":
+            raise _refuse(path, f"it contains the lone surrogate {char!r}")
+        if category == "Cc" or char in "\u2028\u2029":
             raise _refuse(path, f"it contains the control character {char!r}")
     if "\\" in path:
         raise _refuse(path, "it contains a backslash")
@@ -317,7 +317,7 @@ class FileTree:
 
     # -- questions -------------------------------------------------------------------
 
-    def paths(self, under: str = ROOT) -> list[str]:
+    def paths(self, under: str = "/") -> list[str]:
         """Every file path at or below ``under``, sorted.
 
         Raises:
@@ -346,7 +346,7 @@ class FileTree:
         """
         return len(self._existing(check_path(path)).encode("utf-8"))
 
-    def list(self, path: str = ROOT) -> list[FileEntry]:
+    def list_dir(self, path: str = "/") -> list[FileEntry]:
         """The files and subdirectories directly in ``path``, sorted by path.
 
         A subdirectory's ``size`` is the bytes of every file below it.
@@ -368,7 +368,7 @@ class FileTree:
         ]
         return sorted(entries, key=lambda e: e.path)
 
-    def glob(self, pattern: str, under: str = ROOT) -> list[str]:
+    def glob(self, pattern: str, under: str = "/") -> list[str]:
         """Files below ``under`` whose path relative to it matches ``pattern``.
 
         ``*`` and ``?`` match within one segment, ``**`` any number of segments,
