@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,7 @@ def test_hostile_paths_are_refused_by_every_command_and_store_nothing(path: str,
     with pytest.raises(FilePathError, match=why) as caught:
         tree.write(path, "y")
     assert caught.value.context["path"] == path and why in caught.value.context["why"]
-    calls = [
+    calls: list[Callable[[], object]] = [
         lambda: tree.read(path),
         lambda: tree.str_replace(path, "x", "y"),
         lambda: tree.insert(path, 0, "y"),
@@ -220,7 +221,10 @@ def test_listing_glob_rename_and_delete_of_a_subtree() -> None:
         FileEntry("/old/", True, 4),
         FileEntry("/older.txt", False, 14),
     ]
-    assert tree.list_dir("/old/") == [FileEntry("/old/a.txt", False, 1), FileEntry("/old/sub/", True, 3)]
+    assert tree.list_dir("/old/") == [
+        FileEntry("/old/a.txt", False, 1),
+        FileEntry("/old/sub/", True, 3),
+    ]
     with pytest.raises(NotFoundError):
         tree.list_dir("/missing")
     assert tree.glob("**/*.md") == ["/old/sub/b.md"]
@@ -239,7 +243,11 @@ def test_listing_glob_rename_and_delete_of_a_subtree() -> None:
     assert renamed == FileRenamed(
         "/old", "/new", (("/old/a.txt", "/new/a.txt"), ("/old/sub/b.md", "/new/sub/b.md"))
     )
-    assert tree.files() == {"/new/a.txt": "a", "/new/sub/b.md": "bé", "/older.txt": "not below /old"}
+    assert tree.files() == {
+        "/new/a.txt": "a",
+        "/new/sub/b.md": "bé",
+        "/older.txt": "not below /old",
+    }
     assert tree.delete("/new/") == FileDeleted("/new", ("/new/a.txt", "/new/sub/b.md"))
     with pytest.raises(NotFoundError):
         tree.delete("/new")

@@ -67,26 +67,28 @@ __all__ = [
     "subtree",
 ]
 
+
 class FileStateStore(Protocol):
     """The part of an offprompt store a :class:`FileTree` uses: its state API."""
 
-    def get_state(
-        self, session_id: str, key: str, *, scope: Scope | None = None
-    ) -> Any | None: ...  # pragma: no cover - a protocol
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
+        """The JSON value stored under ``key``, or ``None``."""
 
     def set_state(
         self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
-    ) -> None: ...  # pragma: no cover - a protocol
+    ) -> None:
+        """Store a JSON value under ``key`` (replacing any previous one)."""
 
-    def delete_state(
-        self, session_id: str, key: str, *, scope: Scope | None = None
-    ) -> None: ...  # pragma: no cover - a protocol
+    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
+        """Remove ``key``; no error if it is absent."""
 
     def state_keys(
         self, session_id: str, prefix: str = "", *, scope: Scope | None = None
-    ) -> list[str]: ...  # pragma: no cover - a protocol
+    ) -> list[str]:
+        """Keys of the session's state that start with ``prefix``, sorted."""
 
-    def transaction(self) -> AbstractContextManager[None]: ...  # pragma: no cover
+    def transaction(self) -> AbstractContextManager[None]:
+        """Run the calls made inside as one unit where the store can."""
 
 
 # -- the path rule ----------------------------------------------------------------------
@@ -411,7 +413,9 @@ class FileTree:
         """
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise RangeError(f"offset must be an int >= 0, got {offset!r}", offset=offset)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
             raise RangeError(f"limit must be an int >= 0 or None, got {limit!r}", limit=limit)
         path = check_path(path)
         text = self._existing(path)
@@ -424,9 +428,7 @@ class FileTree:
     def _check_room(self, path: str) -> None:
         """Nothing but a file may be at ``path``, and no parent of it may be a file."""
         if self._below(path):
-            raise FileConflictError(
-                f"{path} is a directory", path=path, reason="is_directory"
-            )
+            raise FileConflictError(f"{path} is a directory", path=path, reason="is_directory")
         parts = path[1:].split("/")
         for depth in range(1, len(parts)):
             parent = "/" + "/".join(parts[:depth])
