@@ -327,3 +327,17 @@ def test_two_writer_processes_on_one_sqlite_file_lose_no_update(tmp_path: Path) 
         lines = tree.read("/log.md").text.splitlines()
         assert sorted(lines) == sorted(f"w{w}-{i}" for w in range(2) for i in range(20))
         assert len(tree.paths()) == 1 + 2 * 20
+
+
+def test_a_stored_path_the_rule_now_refuses_is_listed_and_deleted_with_its_directory() -> None:
+    """Claude's memory tool let control characters in before the one rule: such a file of
+    an older store still shows in listings and goes with its directory."""
+    store = InMemoryStore()
+    store.set_state("files", "old/tab\there.md", {"text": "kept"})
+    tree = FileTree(store, "files")
+    assert tree.sizes() == {"/old/tab\there.md": 4}
+    assert tree.list_dir("/old") == [FileEntry("/old/tab\there.md", False, 4)]
+    with pytest.raises(FilePathError, match="control character"):
+        tree.read("/old/tab\there.md")
+    assert tree.delete("/old").paths == ("/old/tab\there.md",)
+    assert store.state_keys("files") == []

@@ -348,6 +348,17 @@ class FileTree:
         """
         return len(self._existing(check_path(path)).encode("utf-8"))
 
+    def sizes(self, under: str = "/") -> dict[str, int]:
+        """``{path: UTF-8 bytes}`` of every file at or below ``under``.
+
+        Stored paths are listed as they are, even one an older release let in that
+        the rule now refuses (it can still be deleted with its directory).
+
+        Raises:
+            FilePathError: ``under`` breaks the rule.
+        """
+        return {p: len(self._existing(p).encode("utf-8")) for p in self.paths(under)}
+
     def list_dir(self, path: str = "/") -> list[FileEntry]:
         """The files and subdirectories directly in ``path``, sorted by path.
 
@@ -362,7 +373,7 @@ class FileTree:
         below = self._below(base)
         if base != "/" and not below:
             raise NotFoundError(f"no directory {base} in the tree", path=base)
-        sizes = {p: self.size(p) for p in below}
+        sizes = {p: len(self._existing(p).encode("utf-8")) for p in below}
         files, dirs = children(below, base)
         entries = [FileEntry(p, False, sizes[p]) for p in files]
         entries += [

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from anthropic.lib.tools import ToolError
+from anthropic.types.beta import BetaMemoryTool20250818CreateCommand as Create
 from anthropic.types.beta import BetaMemoryTool20250818ViewCommand as View
 from offprompt_anthropic import MEMORY_SESSION, OffpromptMemoryTool
 
-from offprompt.stores import SQLiteStore
+from offprompt.stores import InMemoryStore, SQLiteStore
 
 FIXTURE = Path(__file__).parents[3] / "tests" / "fixtures" / "file_tree_v1.json"
 
@@ -35,3 +38,17 @@ def test_a_tree_written_by_the_old_code_gives_the_same_answers(tmp_path: Path) -
         }
     finally:
         tool.close()
+
+
+def test_the_file_trees_one_rule_refuses_control_characters_and_backslashes() -> None:
+    """The rule the deepagents backend always had; before it, the memory tool let them in."""
+    tool = OffpromptMemoryTool(store=InMemoryStore())
+    for path, why in [
+        ("/memories/a\tb.md", "it contains the control character '\\t'"),
+        ("/memories/a\u2028b.md", "it contains the control character '\\u2028'"),
+        ("/memories/a\\b.md", "it contains a backslash"),
+    ]:
+        with pytest.raises(ToolError) as caught:
+            tool.create(Create(command="create", path=path, file_text="x"))
+        assert str(caught.value) == f"Path {path} is not allowed: {why}"
+    assert tool.files.files() == {}

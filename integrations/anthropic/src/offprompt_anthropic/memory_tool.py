@@ -151,7 +151,7 @@ class MemoryFiles:
         with _worded(path):
             if key and self.tree.is_file("/" + key):
                 return self._numbered_file(path, key, view_range)
-            files = self.tree.paths("/" + key)
+            files = self.tree.sizes("/" + key)
         if key and not files:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
         return self._listing(path, key, files)
@@ -167,13 +167,12 @@ class MemoryFiles:
             lines, first = lines[start:end], start + 1
         return f"Here's the content of {path} with line numbers:\n" + _numbered(lines, first)
 
-    def _listing(self, path: str, key: str, files: list[str]) -> str:
+    def _listing(self, path: str, key: str, files: dict[str, int]) -> str:
         base = len(key) + 2 if key else 1  # "/" + key + "/"
         sizes: dict[str, int] = {}  # relative entry ("a", "a/b.txt") -> bytes below it
         dirs: set[str] = set()
         total = 0
-        for file in files:
-            size = self.tree.size(file)
+        for file, size in files.items():
             total += size
             parts = file[base:].split("/")
             if any(part.startswith(".") for part in parts[:_VIEW_DEPTH]):
