@@ -136,6 +136,11 @@ class MemoryFiles:
         store: Where the files live.
         scope: The partition (``Scope(user="u1")``); the store's default partition when
             ``None``.
+
+    Attributes:
+        store: The store.
+        scope: The partition, or None.
+        tree: The file tree itself (paths below ``/memories`` as ``/notes/todo.md``).
     """
 
     def __init__(self, store: BaseStore, scope: Scope | None = None) -> None:
