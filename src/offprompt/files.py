@@ -357,7 +357,7 @@ class FileTree:
         Raises:
             FilePathError: ``under`` breaks the rule.
         """
-        return {p: len(self._existing(p).encode("utf-8")) for p in self.paths(under)}
+        return {p: len(t.encode("utf-8")) for p, t in self._texts(self.paths(under)).items()}
 
     def list_dir(self, path: str = "/") -> list[FileEntry]:
         """The files and subdirectories directly in ``path``, sorted by path.
@@ -373,8 +373,8 @@ class FileTree:
         below = self._below(base)
         if base != "/" and not below:
             raise NotFoundError(f"no directory {base} in the tree", path=base)
-        sizes = {p: len(self._existing(p).encode("utf-8")) for p in below}
-        files, dirs = children(below, base)
+        sizes = {p: len(t.encode("utf-8")) for p, t in self._texts(below).items()}
+        files, dirs = children(sizes, base)
         entries = [FileEntry(p, False, sizes[p]) for p in files]
         entries += [
             FileEntry(d, True, sum(s for p, s in sizes.items() if p.startswith(d))) for d in dirs
@@ -595,7 +595,12 @@ class FileTree:
 
     def files(self) -> dict[str, str]:
         """Every file as ``{path: text}`` (for inspection and tests)."""
-        return {path: self._existing(path) for path in self._below("/")}
+        return self._texts(self._below("/"))
+
+    def _texts(self, paths: Iterable[str]) -> dict[str, str]:
+        """``{path: text}`` of the stored ``paths`` (one deleted meanwhile is left out)."""
+        found = ((path, self._get(path)) for path in paths)
+        return {path: text for path, text in found if text is not None}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._below("/"))
