@@ -9,6 +9,9 @@ Tree::
     OffpromptError
     ├── ValidationError          bad input: a field, role, argument or name is wrong
     │   ├── NamespaceError       a namespace / session / tenant name is not allowed
+    │   │   └── FilePathError    a file path a ``FileTree`` refuses (``..``, NUL, ...)
+    │   ├── FileConflictError    a file tree command clashes with what is there
+    │   ├── FileEditError        a string to replace is absent, or not unique
     │   ├── StorageMismatchError a task-memory namespace holds another storage's artifacts
     │   ├── PatternError         a grep pattern that is empty or not a valid regex
     │   ├── JsonQueryError       a JMESPath expression that does not parse or run
@@ -57,6 +60,9 @@ __all__ = [
     "DemoError",
     "DeserializationError",
     "ExpiredError",
+    "FileConflictError",
+    "FileEditError",
+    "FilePathError",
     "ForgetError",
     "JsonQueryError",
     "MemoryModelError",
@@ -107,6 +113,32 @@ class ValidationError(OffpromptError, ValueError):
 
 class NamespaceError(ValidationError):
     """A namespace, session id or tenant name that is empty, too long or unsafe."""
+
+
+class FilePathError(NamespaceError):
+    """A path a :class:`~offprompt.files.FileTree` refuses.
+
+    ``context`` holds ``path`` (the value given) and ``why`` (the rule it breaks, as a
+    clause: ``"it has a '..' segment"``), so an adapter can word its own error.
+    """
+
+
+class FileConflictError(ValidationError):
+    """A file-tree command that clashes with what the tree holds.
+
+    ``context["reason"]`` says which clash: ``"exists"`` (a file or directory is at
+    ``path``), ``"is_directory"`` (``path`` is a directory, a file was expected),
+    ``"parent_is_file"`` (``context["parent"]`` is a file, so nothing can go below
+    it) or ``"into_itself"`` (a directory moved below itself).
+    """
+
+
+class FileEditError(ValidationError):
+    """A ``str_replace`` whose old string is not in the file, or not unique in it.
+
+    ``context`` holds ``path``, ``occurrences`` and ``lines`` (the 1-based lines where
+    each occurrence starts).
+    """
 
 
 class PatternError(ValidationError):

@@ -10,8 +10,10 @@ offprompt conversation store instead, so the tree is
   and no path can reach another scope's files;
 * forgettable: :func:`offprompt.forget.forget` with that scope deletes the tree.
 
-Layout: every file is one JSON state entry ``{"text": ...}`` of the reserved session
-:data:`MEMORY_SESSION`, keyed by its path below ``/memories`` (``notes/todo.md``).
+Layout: the tree is an offprompt :class:`~offprompt.files.FileTree` (the one the
+deepagents backend shares its path rule with): every file is one JSON state entry
+``{"text": ...}`` of the reserved session :data:`MEMORY_SESSION`, keyed by its path
+below ``/memories`` (``notes/todo.md``).
 Directories are implied by the files under them (an empty directory does not exist).
 Every change runs in one store transaction (``BaseStore.transaction``): on SQLite (the
 default) two agents editing the same file never lose an update and a process killed
@@ -23,7 +25,8 @@ The commands' texts and errors are the SDK reference implementation's
 (``BetaLocalFilesystemMemoryTool``), so a model sees the same tool either way. Path
 rules are stricter: a path is ``/memories`` or starts with ``/memories/``; ``.`` and
 ``..`` segments are resolved, and one that would climb above ``/memories`` is refused;
-NUL characters and lone surrogates are refused.
+then the file tree's one path rule applies: NUL and other control characters, lone
+surrogates and backslashes are refused.
 """
 
 from __future__ import annotations
@@ -44,6 +47,16 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
+from offprompt.errors import (
+    FileConflictError,
+    FileEditError,
+    FilePathError,
+    NotFoundError,
+    RangeError,
+    StorageError,
+    ValidationError,
+)
+from offprompt.files import FileTree
 from offprompt.scope import Scope
 from offprompt.stores import BaseStore, open_store, release_store
 
@@ -115,89 +128,56 @@ def relative_path(path: object) -> str:
 class MemoryFiles:
     """The ``/memories`` tree of one scope in a store: what both tools run on.
 
+    The files are an offprompt :class:`~offprompt.files.FileTree` (session
+    :data:`MEMORY_SESSION`); this class resolves the SDK's paths onto it and words its
+    results and errors as the SDK's reference implementation does.
+
     Args:
         store: Where the files live.
         scope: The partition (``Scope(user="u1")``); the store's default partition when
             ``None``.
+
+    Attributes:
+        store: The store.
+        scope: The partition, or None.
+        tree: The file tree itself (paths below ``/memories`` as ``/notes/todo.md``).
     """
 
     def __init__(self, store: BaseStore, scope: Scope | None = None) -> None:
         self.store = store
         self.scope = scope
-        self._kw: dict[str, Any] = {} if scope is None else {"scope": scope}
-
-    # ------------------------------------------------------------------ storage
-
-    def _keys(self, prefix: str = "") -> list[str]:
-        return self.store.state_keys(MEMORY_SESSION, prefix, **self._kw)
-
-    def _read(self, key: str) -> str | None:
-        value = self.store.get_state(MEMORY_SESSION, key, **self._kw)
-        if value is None:
-            return None
-        if not isinstance(value, dict) or not isinstance(value.get("text"), str):
-            raise ToolError(f"The memory file /memories/{key} is damaged (not a text entry)")
-        return str(value["text"])
-
-    def _write(self, key: str, text: str) -> None:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ToolError("File text must be valid Unicode (it holds a lone surrogate)") from None
-        self.store.set_state(MEMORY_SESSION, key, {"text": text}, **self._kw)
-
-    def _delete(self, key: str) -> None:
-        self.store.delete_state(MEMORY_SESSION, key, **self._kw)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        with self.store.transaction():
-            yield
-
-    def _children(self, key: str) -> list[str]:
-        """Every file below directory ``key`` (all files for the root)."""
-        return self._keys(key + "/" if key else "")
-
-    def _is_dir(self, key: str) -> bool:
-        return key == "" or bool(self._children(key))
-
-    def _check_parents_are_dirs(self, key: str, shown: str) -> None:
-        parts = key.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            if self._read(parent) is not None:
-                raise ToolError(
-                    f"Cannot create {shown}: /memories/{parent} is a file, not a directory"
-                )
+        self.tree = FileTree(store, MEMORY_SESSION, scope=scope)
 
     # ------------------------------------------------------------------ commands
 
     def view(self, path: str, view_range: list[int] | None = None) -> str:
         """A directory listing (two levels deep) or a file's numbered lines."""
         key = relative_path(path)
-        text = None if key == "" else self._read(key)
-        if text is not None:
-            lines = text.split("\n")
-            if len(lines) > MAX_LINES:
-                raise ToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
-            first = 1
-            if view_range and len(view_range) == 2:
-                start = max(1, view_range[0]) - 1
-                end = len(lines) if view_range[1] == -1 else view_range[1]
-                lines, first = lines[start:end], start + 1
-            return f"Here's the content of {path} with line numbers:\n" + _numbered(lines, first)
-        files = self._children(key)
+        with _worded(path):
+            if key and self.tree.is_file("/" + key):
+                return self._numbered_file(path, key, view_range)
+            files = self.tree.sizes("/" + key)
         if key and not files:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
         return self._listing(path, key, files)
 
-    def _listing(self, path: str, key: str, files: list[str]) -> str:
-        base = len(key) + 1 if key else 0
+    def _numbered_file(self, path: str, key: str, view_range: list[int] | None) -> str:
+        whole = self.tree.read("/" + key)
+        if whole.total_lines > MAX_LINES:
+            raise ToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
+        lines, first = list(whole.lines), 1
+        if view_range and len(view_range) == 2:
+            start = max(1, view_range[0]) - 1
+            end = len(lines) if view_range[1] == -1 else view_range[1]
+            lines, first = lines[start:end], start + 1
+        return f"Here's the content of {path} with line numbers:\n" + _numbered(lines, first)
+
+    def _listing(self, path: str, key: str, files: dict[str, int]) -> str:
+        base = len(key) + 2 if key else 1  # "/" + key + "/"
         sizes: dict[str, int] = {}  # relative entry ("a", "a/b.txt") -> bytes below it
         dirs: set[str] = set()
         total = 0
-        for file in files:
-            size = len((self._read(file) or "").encode("utf-8"))
+        for file, size in files.items():
             total += size
             parts = file[base:].split("/")
             if any(part.startswith(".") for part in parts[:_VIEW_DEPTH]):
@@ -231,47 +211,29 @@ class MemoryFiles:
         key = relative_path(path)
         if key == "":
             raise ToolError("Cannot create the /memories directory itself")
-        with self._transaction():
-            if self._read(key) is not None:
-                raise ToolError(f"File {path} already exists")
-            if self._is_dir(key):
-                raise ToolError(f"Cannot create {path}: it is a directory")
-            self._check_parents_are_dirs(key, path)
-            self._write(key, file_text)
+        with _worded(path, creating=True):
+            self.tree.write("/" + key, file_text, create=True)
         return f"File created successfully at: {path}"
-
-    def _existing_file(self, path: str) -> tuple[str, str]:
-        key = relative_path(path)
-        text = None if key == "" else self._read(key)
-        if text is None:
-            if self._is_dir(key):
-                raise ToolError(f"The path {path} is not a file.")
-            raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
-        return key, text
 
     def str_replace(self, path: str, old_str: str, new_str: str) -> str:
         """Replace the one occurrence of ``old_str``; none or several is an error."""
-        with self._transaction():
-            key, text = self._existing_file(path)
-            count = text.count(old_str)
-            if count == 0:
-                raise ToolError(
-                    f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
-                )
-            if count > 1:
-                lines, start = [], 0
-                while (pos := text.find(old_str, start)) != -1:
-                    lines.append(text.count("\n", 0, pos) + 1)
-                    start = pos + 1
+        key = relative_path(path)
+        if key == "":
+            raise ToolError(f"The path {path} is not a file.")
+        with _worded(path):
+            try:
+                edited = self.tree.str_replace("/" + key, old_str, new_str)
+            except FileEditError as exc:
+                if exc.context["occurrences"] == 0:
+                    raise ToolError(
+                        f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
+                    ) from None
                 raise ToolError(
                     f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
-                    f"{', '.join(map(str, lines))}. Please ensure it is unique"
-                )
-            changed = text.count("\n", 0, text.find(old_str))
-            new_text = text.replace(old_str, new_str)
-            self._write(key, new_text)
-        new_lines = new_text.split("\n")
-        first, last = max(0, changed - 2), min(len(new_lines), changed + 3)
+                    f"{', '.join(map(str, exc.context['lines']))}. Please ensure it is unique"
+                ) from None
+        new_lines = edited.text.split("\n")
+        first, last = max(0, edited.line - 2), min(len(new_lines), edited.line + 3)
         return (
             "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
             + _numbered(new_lines[first:last], first + 1)
@@ -279,19 +241,17 @@ class MemoryFiles:
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         """Insert ``insert_text`` as a line after line ``insert_line`` (0: at the top)."""
-        with self._transaction():
-            key, text = self._existing_file(path)
-            lines = text.split("\n")
-            if lines[-1] == "":
-                lines.pop()
-            if not isinstance(insert_line, int) or insert_line < 0 or insert_line > len(lines):
+        key = relative_path(path)
+        if key == "":
+            raise ToolError(f"The path {path} is not a file.")
+        with _worded(path):
+            try:
+                self.tree.insert("/" + key, insert_line, insert_text)
+            except RangeError as exc:
                 raise ToolError(
                     f"Invalid `insert_line` parameter: {insert_line}. "
-                    f"It should be within the range [0, {len(lines)}]."
-                )
-            lines.insert(insert_line, insert_text.rstrip("\n"))
-            new_text = "\n".join(lines)
-            self._write(key, new_text if new_text.endswith("\n") else new_text + "\n")
+                    f"It should be within the range [0, {exc.context['lines']}]."
+                ) from None
         return f"The file {path} has been edited."
 
     def delete(self, path: str) -> str:
@@ -299,12 +259,11 @@ class MemoryFiles:
         key = relative_path(path)
         if key == "":
             raise ToolError("Cannot delete the /memories directory itself")
-        with self._transaction():
-            doomed = [key] if self._read(key) is not None else self._children(key)
-            if not doomed:
-                raise ToolError(f"The path {path} does not exist")
-            for item in doomed:
-                self._delete(item)
+        with _worded(path):
+            try:
+                self.tree.delete("/" + key)
+            except NotFoundError:
+                raise ToolError(f"The path {path} does not exist") from None
         return f"Successfully deleted {path}"
 
     def rename(self, old_path: str, new_path: str) -> str:
@@ -314,36 +273,63 @@ class MemoryFiles:
             raise ToolError("Cannot rename the /memories directory itself")
         if new == "":
             raise ToolError(f"The destination {new_path} already exists")
-        with self._transaction():
-            if self._read(new) is not None or self._is_dir(new):
-                raise ToolError(f"The destination {new_path} already exists")
-            moves = (
-                [(old, new)]
-                if self._read(old) is not None
-                else [(item, new + item[len(old) :]) for item in self._children(old)]
-            )
-            if not moves:
-                raise ToolError(f"The path {old_path} does not exist")
-            if new.startswith(old + "/"):
-                raise ToolError(f"Cannot move {old_path} into itself ({new_path})")
-            self._check_parents_are_dirs(new, new_path)
-            for source, target in moves:
-                text = self._read(source)
-                assert text is not None
-                self._write(target, text)
-                self._delete(source)
+        with _worded(new_path, creating=True):
+            try:
+                self.tree.rename("/" + old, "/" + new)
+            except NotFoundError:
+                raise ToolError(f"The path {old_path} does not exist") from None
+            except FileConflictError as exc:
+                if exc.context["reason"] == "exists":
+                    raise ToolError(f"The destination {new_path} already exists") from None
+                if exc.context["reason"] == "into_itself":
+                    raise ToolError(f"Cannot move {old_path} into itself ({new_path})") from None
+                raise
         return f"Successfully renamed {old_path} to {new_path}"
 
     def clear(self) -> str:
         """Delete every file of this scope's tree."""
-        with self._transaction():
-            for key in self._keys():
-                self._delete(key)
+        self.tree.clear()
         return "All memory cleared"
 
     def files(self) -> dict[str, str]:
         """Every file as ``{"/memories/path": text}`` (for inspection and tests)."""
-        return {f"{ROOT}/{key}": self._read(key) or "" for key in self._keys()}
+        with _worded(ROOT):
+            return {ROOT + path: text for path, text in self.tree.files().items()}
+
+
+@contextmanager
+def _worded(path: str, *, creating: bool = False) -> Iterator[None]:
+    """The file tree's errors as the SDK reference implementation words them.
+
+    ``path`` is the path the model gave; ``creating`` says a file is to be made there
+    (so a directory in the way is worded as in ``create``).
+    """
+    try:
+        yield
+    except FileConflictError as exc:
+        reason = exc.context["reason"]
+        if reason == "exists":
+            raise ToolError(f"File {path} already exists") from None
+        if reason == "parent_is_file":
+            raise ToolError(
+                f"Cannot create {path}: {ROOT}{exc.context['parent']} is a file, not a directory"
+            ) from None
+        if creating:
+            raise ToolError(f"Cannot create {path}: it is a directory") from None
+        raise ToolError(f"The path {path} is not a file.") from None
+    except FilePathError as exc:
+        raise ToolError(f"Path {path} is not allowed: {exc.context['why']}") from None
+    except NotFoundError:
+        raise ToolError(f"The path {path} does not exist. Please provide a valid path.") from None
+    except StorageError as exc:
+        damaged = exc.context.get("path")
+        if damaged is None:
+            raise
+        raise ToolError(f"The memory file {ROOT}{damaged} is damaged (not a text entry)") from None
+    except ValidationError as exc:
+        if exc.context.get("field") in ("text", "new"):
+            raise ToolError("File text must be valid Unicode (it holds a lone surrogate)") from None
+        raise
 
 
 class _Owner:

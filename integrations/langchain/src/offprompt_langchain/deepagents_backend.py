@@ -16,7 +16,10 @@ strips the route prefix) maps to the namespace ``{namespace_prefix}{path encoded
 where every character but ``A-Z a-z 0-9 _ -`` is written ``%XX`` (so a namespace never
 holds a separator or ``..``, and the mapping is reversible). Paths with ``..`` or ``.``
 segments, empty segments, backslashes or control characters are refused with a clear
-error result; nothing outside the prefix is ever read, listed or deleted.
+error result (offprompt's one file-tree rule, :func:`offprompt.files.check_path`, which
+Claude's memory tool applies too); nothing outside the prefix is ever read, listed or
+deleted. Listing a directory and selecting a subtree to delete are the file tree's
+(:func:`offprompt.files.children`, :func:`offprompt.files.subtree`).
 
 Overwrites are atomic: a new version replaces the file's namespace in one commit
 (``TaskMemory.store_artifact(replace=True)``), so a reader in any process sees the old
@@ -40,18 +43,19 @@ import asyncio
 import base64
 import re
 import threading
-import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
 from offprompt.artifacts import BlobArtifact, TextArtifact
 from offprompt.errors import (
+    FilePathError,
     NamespaceError,
     NotFoundError,
     OffpromptError,
     RangeError,
     ValidationError,
 )
+from offprompt.files import check_path, children, subtree
 from offprompt.task_memory import TaskMemory
 
 try:
@@ -98,42 +102,24 @@ _STUB_START = "Tool result too large"
 _MAX_GREP_MATCHES = 10_000  # offprompt's grep bound per namespace
 
 
-def _path_error(path: object, why: str) -> NamespaceError:
-    return NamespaceError(
-        f"path {path!r} is not allowed in OffpromptBackend: {why}", name=str(path)
+def _path_error(path: object, why: str) -> FilePathError:
+    return FilePathError(
+        f"path {path!r} is not allowed in OffpromptBackend: {why}", name=str(path), why=why
     )
 
 
 def _check_path(path: object, *, directory: bool = False) -> str:
-    """``path`` if it is a safe absolute path (a file, or a directory when ``directory``).
-
-    A directory may end with ``/``; ``/`` itself is the root.
+    """``path`` if offprompt's file-tree rule (:func:`offprompt.files.check_path`)
+    accepts it, as a file (or a directory when ``directory``).
 
     Raises:
         NamespaceError: Not a str, not absolute, or holding a ``..`` / ``.`` / empty
-            segment, a backslash or a control character.
+            segment, a backslash or a control character (worded for this backend).
     """
-    if not isinstance(path, str):
-        raise _path_error(path, f"it must be a str, got {type(path).__name__}")
-    if not path.startswith("/"):
-        raise _path_error(path, "it must be absolute (start with '/')")
-    for char in path:
-        if unicodedata.category(char) in ("Cc", "Cs") or char in "\u2028\u2029":
-            raise _path_error(path, f"it contains the control character {char!r}")
-    if "\\" in path:
-        raise _path_error(path, "it contains a backslash")
-    body = path[1:]
-    if not directory and path.endswith("/"):
-        raise _path_error(path, "it names a directory (it ends with '/')")
-    if directory:
-        body = body.removesuffix("/")
-        if not body:
-            return "/"
-    for segment in body.split("/"):
-        if segment in ("", ".", ".."):
-            shown = "an empty" if not segment else f"a {segment!r}"
-            raise _path_error(path, f"it has {shown} segment")
-    return path
+    try:
+        return check_path(path, directory=directory)
+    except FilePathError as exc:
+        raise _path_error(path, exc.context["why"]) from None
 
 
 def _encode(relative: str) -> str:
@@ -169,29 +155,30 @@ def _decode(encoded: str) -> str | None:
 class OffpromptBackend(BackendProtocol):
     """A deepagents backend whose files are outputs stored in offprompt task memory.
 
-    Args:
-        task_memory: Where the files are stored (its tenant / scope applies to every
-            call: ``ls`` and ``glob`` list only what that scope holds).
-        namespace_prefix: Prefix of every namespace this backend writes; only
-            namespaces with it are files here.
-        immutable: Refuse overwriting, editing and deleting stored files (the protocol's
-            error results say so); creating files and rewriting identical content still
-            succeed.
-        card_tokens: Bound of the card :meth:`card` returns (``task_memory``'s
-            ``preview_tokens`` by default).
+        Args:
+            task_memory: Where the files are stored (its tenant / scope applies to every
+                call: ``ls`` and ``glob`` list only what that scope holds).
+            namespace_prefix: Prefix of every namespace this backend writes; only
+                namespaces with it are files here.
+            immutable: Refuse overwriting, editing and deleting stored files (the protocol's
+                error results say so); creating files and rewriting identical content still
+                succeed.
+            card_tokens: Bound of the card :meth:`card` returns (``task_memory``'s
+                ``preview_tokens`` by default).
 
-    Raises:
-        ValidationError: ``task_memory`` is not a ``TaskMemory`` or a bad argument.
+        Raises:
+            ValidationError: ``task_memory`` is not a ``TaskMemory`` or a bad argument.
 
-    Example:
-        >>> from offprompt.task_memory import TaskMemory
-        >>> backend = OffpromptBackend(TaskMemory())
-        >>> backend.write("/call_1", "disk full on node 7\\nretrying\\n").error is None
-        True
-        >>> backend.read("/call_1", offset=1, limit=1).file_data["content"]
-        'retrying\\n'
-        >>> backend.grep("node 7").matches
-        [{'path': '/call_1', 'line': 1, 'text': 'disk full on node 7'}]
+        Example:
+            >>> from offprompt.files import check_path, children, subtree
+    from offprompt.task_memory import TaskMemory
+            >>> backend = OffpromptBackend(TaskMemory())
+            >>> backend.write("/call_1", "disk full on node 7\\nretrying\\n").error is None
+            True
+            >>> backend.read("/call_1", offset=1, limit=1).file_data["content"]
+            'retrying\\n'
+            >>> backend.grep("node 7").matches
+            [{'path': '/call_1', 'line': 1, 'text': 'disk full on node 7'}]
     """
 
     def __init__(
@@ -397,23 +384,12 @@ class OffpromptBackend(BackendProtocol):
             return LsResult(error=f"Error: could not list '{path}': {exc}")
 
     def _ls(self, path: str) -> LsResult:
-        directory = _check_path(path, directory=True)
-        prefix = directory if directory.endswith("/") else directory + "/"
-        entries: list[FileInfo] = []
-        subdirs: set[str] = set()
-        for file_path, namespace in self._files().items():
-            if not file_path.startswith(prefix):
-                continue
-            relative = file_path[len(prefix) :]
-            if "/" in relative:
-                subdirs.add(prefix + relative.split("/", 1)[0] + "/")
-            else:
-                info = self._info(file_path, namespace)
-                if info is not None:
-                    entries.append(info)
-        entries.extend(
-            FileInfo(path=d, is_dir=True, size=0, modified_at="") for d in sorted(subdirs)
-        )
+        _check_path(path, directory=True)
+        files = self._files()
+        in_dir, subdirs = children(files, path)
+        infos = [self._info(p, files[p]) for p in in_dir]
+        entries = [i for i in infos if i is not None]
+        entries.extend(FileInfo(path=d, is_dir=True, size=0, modified_at="") for d in subdirs)
         entries.sort(key=lambda e: e["path"])
         return LsResult(entries=entries)
 
@@ -426,11 +402,9 @@ class OffpromptBackend(BackendProtocol):
         """
         root = _check_path(path or "/", directory=True).removesuffix("/") or "/"
         files = self._files()
-        if root in files:
-            chosen = {root: files[root]}
-        else:
-            prefix = "/" if root == "/" else root + "/"
-            chosen = {p: n for p, n in files.items() if p.startswith(prefix)}
+        chosen = (
+            {root: files[root]} if root in files else {p: files[p] for p in subtree(files, root)}
+        )
         if glob:
             matcher = compile_grep_include_glob(glob)
 
@@ -626,13 +600,12 @@ class OffpromptBackend(BackendProtocol):
     def delete(self, file_path: str) -> DeleteResult:
         """Delete ``file_path``, or everything under it when it is a directory."""
         try:
-            base = _check_path(file_path, directory=True).removesuffix("/")
+            _check_path(file_path, directory=True)
         except NamespaceError as exc:
             return DeleteResult(error=str(exc))
         with self._lock:
-            prefix = base + "/"
             try:
-                doomed = [p for p in self._files() if p == base or p.startswith(prefix)]
+                doomed = subtree(self._files(), file_path)
             except OffpromptError as exc:
                 return DeleteResult(error=f"Error: could not delete '{file_path}': {exc}")
             if not doomed:
