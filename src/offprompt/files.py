@@ -40,7 +40,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from offprompt.errors import (
     FileConflictError,
@@ -52,6 +52,7 @@ from offprompt.errors import (
     ValidationError,
 )
 from offprompt.scope import Scope
+from offprompt.stores.protocols import StateStore
 
 __all__ = [
     "FileDeleted",
@@ -59,36 +60,12 @@ __all__ = [
     "FileEntry",
     "FileRead",
     "FileRenamed",
-    "FileStateStore",
     "FileTree",
     "FileWritten",
     "check_path",
     "children",
     "subtree",
 ]
-
-
-class FileStateStore(Protocol):
-    """The part of an offprompt store a :class:`FileTree` uses: its state API."""
-
-    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any | None:
-        """The JSON value stored under ``key``, or ``None``."""
-
-    def set_state(
-        self, session_id: str, key: str, value: Any, *, scope: Scope | None = None
-    ) -> None:
-        """Store a JSON value under ``key`` (replacing any previous one)."""
-
-    def delete_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> None:
-        """Remove ``key``; no error if it is absent."""
-
-    def state_keys(
-        self, session_id: str, prefix: str = "", *, scope: Scope | None = None
-    ) -> list[str]:
-        """Keys of the session's state that start with ``prefix``, sorted."""
-
-    def transaction(self) -> AbstractContextManager[None]:
-        """Run the calls made inside as one unit where the store can."""
 
 
 # -- the path rule ----------------------------------------------------------------------
@@ -279,7 +256,7 @@ class FileTree:
         scope: The partition, or None.
     """
 
-    def __init__(self, store: FileStateStore, session: str, *, scope: Scope | None = None) -> None:
+    def __init__(self, store: StateStore, session: str, *, scope: Scope | None = None) -> None:
         if not isinstance(session, str) or not session:
             raise ValidationError(f"session must be a non-empty str, got {session!r}")
         self.store = store

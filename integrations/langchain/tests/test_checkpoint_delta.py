@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 from offprompt_langchain._checkpoint_rows import FORMAT, parse_row
-from offprompt_langchain.checkpoint import _SNAPSHOT_EVERY, OffpromptSaver
+from offprompt_langchain.checkpoint import SNAPSHOT_EVERY, OffpromptSaver
 from offprompt_langchain.convert import from_langchain
 
 from offprompt.errors import DeserializationError
@@ -62,10 +62,10 @@ def _snapshot(doc: Any) -> bool:
 def test_delta_chains_read_back_exactly_and_stay_bounded(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "m.db")
     writer = OffpromptSaver(store)
-    saved = _chain(writer, "t", 2 * _SNAPSHOT_EVERY + 3)
+    saved = _chain(writer, "t", 2 * SNAPSHOT_EVERY + 3)
     docs = _docs(store, "t")
     assert sum(not _snapshot(d) for d in docs.values()) >= len(docs) - 3  # mostly deltas
-    assert max(_depth(d) for d in docs.values()) == _SNAPSHOT_EVERY - 1
+    assert max(_depth(d) for d in docs.values()) == SNAPSHOT_EVERY - 1
     assert all(isinstance(d, bytes) for d in docs.values())  # SQLite keeps rows as bytes
     # a fresh saver (no cache) reads every checkpoint the writer reads, equal
     reader = OffpromptSaver(SQLiteStore(tmp_path / "m.db"))
@@ -213,10 +213,10 @@ def test_a_thread_written_in_format_2_reads_and_grows(tmp_path: Path) -> None:
 
 def test_on_a_store_without_bytes_rows_are_json(tmp_path: Path) -> None:
     store = InMemoryStore()
-    saved = _chain(OffpromptSaver(store), "t", _SNAPSHOT_EVERY + 2)
+    saved = _chain(OffpromptSaver(store), "t", SNAPSHOT_EVERY + 2)
     rows = [store.get_state("t", k) for k in store.state_keys("t", "langgraph/cp/")]
     assert all(isinstance(r, list) and r[0] == FORMAT for r in rows)
-    assert max(_depth(r) for r in rows) == _SNAPSHOT_EVERY - 1
+    assert max(_depth(r) for r in rows) == SNAPSHOT_EVERY - 1
     fresh = OffpromptSaver(store)  # nothing cached: every delta undone from the rows
     for config in saved:
         found = fresh.get_tuple(config)
@@ -226,5 +226,5 @@ def test_on_a_store_without_bytes_rows_are_json(tmp_path: Path) -> None:
     latest = fresh.get_tuple({"configurable": {"thread_id": "t"}})
     assert latest is not None
     assert [m.id for m in latest.checkpoint["channel_values"]["messages"]] == [
-        f"h{i}" for i in range(_SNAPSHOT_EVERY + 2)
+        f"h{i}" for i in range(SNAPSHOT_EVERY + 2)
     ]

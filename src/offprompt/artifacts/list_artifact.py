@@ -31,7 +31,11 @@ class ListArtifact(BaseArtifact):
     @model_validator(mode="after")
     def _bounded_nesting(self) -> ListArtifact:
         # Every method here (to_text, to_dict, len) recurses through nested lists.
-        inner = [item._nesting for item in self.value if isinstance(item, ListArtifact)]
+        inner = [
+            item._nesting  # private-ok: a nested ListArtifact's depth, read by its own class
+            for item in self.value
+            if isinstance(item, ListArtifact)
+        ]
         self._nesting = 1 + max(inner, default=0)
         if self._nesting > MAX_LIST_NESTING:
             raise ValidationError(

@@ -21,7 +21,8 @@ __all__ = ["add_scope_arguments", "run", "scope_from_args"]
 def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
     """``--tenant``, ``--user``, ``--agent``, ``--run`` (and ``--session`` if absent)."""
     for name in SCOPE_FIELDS:
-        if name == "session" and any(a.dest == "session" for a in parser._actions):
+        actions = parser._actions  # private-ok: argparse lists a parser's arguments only here
+        if name == "session" and any(a.dest == "session" for a in actions):
             continue  # ``show SESSION`` names the session positionally
         # dest is prefixed: ``args.run`` is the command's handler.
         parser.add_argument(

@@ -211,7 +211,7 @@ class MemoryFragment(BaseModel):
         if not fields:
             return self
         copy = self.model_copy(update=fields)
-        copy._explicit_time = True  # explicit before, or timed just now
+        copy._explicit_time = True  # private-ok: its own copy; explicit before, or timed now
         return copy
 
     def __setattr__(self, name: str, value: Any) -> None:

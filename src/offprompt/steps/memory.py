@@ -15,12 +15,12 @@ from offprompt.steps.persistence import (
     FORMAT_VERSION,
     AsyncStateStore,
     StateStore,
-    _check_run_id,
-    _load_step,
-    _meta_key,
-    _parse_meta,
-    _step_key,
-    _with_scope,
+    check_run_id,
+    load_step,
+    meta_key,
+    parse_meta,
+    step_key,
+    with_scope,
 )
 from offprompt.steps.records import ActionStep, MemoryStep, SystemPromptStep
 
@@ -113,8 +113,13 @@ class StepList(MutableSequence[MemoryStep]):
     """The list behind :attr:`AgentMemory.steps`: a list that tells its memory when it
     changes, so an attached store is kept in step. Used exactly like a ``list``."""
 
-    def __init__(self, owner: AgentMemory, steps: Iterable[MemoryStep] = ()) -> None:
-        self._owner = owner
+    def __init__(
+        self,
+        on_change: Callable[[int, Callable[[], None]], None],
+        steps: Iterable[MemoryStep] = (),
+    ) -> None:
+        #: Called with the first changed index and an undo of the change.
+        self._on_change = on_change
         self._items: list[MemoryStep] = [_as_step(s) for s in steps]
 
     def __len__(self) -> int:
@@ -142,7 +147,7 @@ class StepList(MutableSequence[MemoryStep]):
         else:
             self._items[index] = _as_step(value)
             start = range(len(self._items))[index]
-        self._owner._steps_changed(start, undo)
+        self._on_change(start, undo)
 
     @overload
     def __delitem__(self, index: int) -> None: ...
@@ -152,10 +157,16 @@ class StepList(MutableSequence[MemoryStep]):
         undo = self._restore(list(self._items))
         start = 0 if isinstance(index, slice) else range(len(self._items))[index]
         del self._items[index]
-        self._owner._steps_changed(start, undo)
+        self._on_change(start, undo)
 
     # Each change hands its memory an undo for the in-memory list, used if persisting the
     # change fails; appends undo by truncating, so appending never copies the list.
+    def reset(self, steps: Iterable[MemoryStep]) -> Callable[[], None]:
+        """Hold ``steps`` instead, without telling the memory; returns the undo."""
+        undo = self._restore(list(self._items))
+        self._items = [_as_step(s) for s in steps]
+        return undo
+
     def _restore(self, before: list[MemoryStep]) -> Callable[[], None]:
         def undo() -> None:
             self._items = before
@@ -177,13 +188,13 @@ class StepList(MutableSequence[MemoryStep]):
         def undo() -> None:
             del self._items[position]
 
-        self._owner._steps_changed(position, undo)
+        self._on_change(position, undo)
 
     def append(self, value: MemoryStep) -> None:
         step = _as_step(value)
         size = len(self._items)
         self._items.append(step)
-        self._owner._steps_changed(size, self._truncate(size))
+        self._on_change(size, self._truncate(size))
 
     def extend(self, values: Iterable[MemoryStep]) -> None:
         new = [_as_step(v) for v in values]
@@ -191,12 +202,12 @@ class StepList(MutableSequence[MemoryStep]):
             return
         size = len(self._items)
         self._items.extend(new)
-        self._owner._steps_changed(size, self._truncate(size))
+        self._on_change(size, self._truncate(size))
 
     def clear(self) -> None:
         undo = self._restore(list(self._items))
         self._items.clear()
-        self._owner._steps_changed(0, undo)
+        self._on_change(0, undo)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, StepList):
@@ -245,7 +256,7 @@ class AgentMemory:
         self.system_prompt: SystemPromptStep = SystemPromptStep(system_prompt=system_prompt)
         self.callbacks = callbacks if callbacks is not None else CallbackRegistry()
         self._attached: _Attachment | None = None
-        self._steps = StepList(self)
+        self._steps = StepList(self._steps_changed)
 
     # -- the list --------------------------------------------------------------------
     @property
@@ -257,8 +268,7 @@ class AgentMemory:
     def steps(self, value: Iterable[MemoryStep]) -> None:
         if value is self._steps:  # ``memory.steps += [...]`` already extended in place
             return
-        undo = self._steps._restore(list(self._steps))
-        self._steps._items = [_as_step(s) for s in value]
+        undo = self._steps.reset(value)
         self._steps_changed(0, undo)
 
     def add_step(self, step: MemoryStep, **context: Any) -> None:
@@ -342,19 +352,19 @@ class AgentMemory:
             SerializationError: a step holds a value that is neither JSON nor an artifact;
                 nothing is written then.
         """
-        session = session_id if session_id is not None else _check_run_id(run_id)
-        _check_run_id(run_id)
-        store = _with_scope(store, scope)
+        session = session_id if session_id is not None else check_run_id(run_id)
+        check_run_id(run_id)
+        store = with_scope(store, scope)
         meta, steps = self._payload()
-        old = store.get_state(session, _meta_key(run_id))
+        old = store.get_state(session, meta_key(run_id))
         old_count = (
             old["count"] if isinstance(old, Mapping) and isinstance(old.get("count"), int) else 0
         )
         for index, data in enumerate(steps):
-            store.set_state(session, _step_key(run_id, index), data)
-        store.set_state(session, _meta_key(run_id), meta)
+            store.set_state(session, step_key(run_id, index), data)
+        store.set_state(session, meta_key(run_id), meta)
         for index in range(len(steps), old_count):
-            store.delete_state(session, _step_key(run_id, index))
+            store.delete_state(session, step_key(run_id, index))
 
     async def asave(
         self,
@@ -365,19 +375,19 @@ class AgentMemory:
         scope: Scope | None = None,
     ) -> None:
         """Async twin of :meth:`save`, through the store's ``a``-prefixed methods."""
-        session = session_id if session_id is not None else _check_run_id(run_id)
-        _check_run_id(run_id)
-        store = _with_scope(store, scope)
+        session = session_id if session_id is not None else check_run_id(run_id)
+        check_run_id(run_id)
+        store = with_scope(store, scope)
         meta, steps = self._payload()
-        old = await store.aget_state(session, _meta_key(run_id))
+        old = await store.aget_state(session, meta_key(run_id))
         old_count = (
             old["count"] if isinstance(old, Mapping) and isinstance(old.get("count"), int) else 0
         )
         for index, data in enumerate(steps):
-            await store.aset_state(session, _step_key(run_id, index), data)
-        await store.aset_state(session, _meta_key(run_id), meta)
+            await store.aset_state(session, step_key(run_id, index), data)
+        await store.aset_state(session, meta_key(run_id), meta)
         for index in range(len(steps), old_count):
-            await store.adelete_state(session, _step_key(run_id, index))
+            await store.adelete_state(session, step_key(run_id, index))
 
     @classmethod
     def load(
@@ -402,20 +412,21 @@ class AgentMemory:
                 names it and the step's index.
             StorageError: the saved record is incomplete or corrupt.
         """
-        session = session_id if session_id is not None else _check_run_id(run_id)
-        _check_run_id(run_id)
-        store = _with_scope(store, scope)
-        count, system_prompt = _parse_meta(
-            store.get_state(session, _meta_key(run_id)), run_id, session
+        session = session_id if session_id is not None else check_run_id(run_id)
+        check_run_id(run_id)
+        store = with_scope(store, scope)
+        count, system_prompt = parse_meta(
+            store.get_state(session, meta_key(run_id)), run_id, session
         )
         steps = [
-            _load_step(store.get_state(session, _step_key(run_id, i)), i, run_id)
+            load_step(store.get_state(session, step_key(run_id, i)), i, run_id)
             for i in range(count)
         ]
         memory = cls(system_prompt, callbacks=callbacks)
-        memory._steps._items = steps
+        memory.steps.reset(steps)
         if attach:
-            memory._attached = _Attachment(store, session, run_id, count)
+            attachment = _Attachment(store, session, run_id, count)
+            memory._attached = attachment  # private-ok: the instance this classmethod builds
         return memory
 
     @classmethod
@@ -429,25 +440,25 @@ class AgentMemory:
         scope: Scope | None = None,
     ) -> AgentMemory:
         """Async twin of :meth:`load` (without ``attach``: auto-persistence is sync)."""
-        session = session_id if session_id is not None else _check_run_id(run_id)
-        _check_run_id(run_id)
-        store = _with_scope(store, scope)
-        count, system_prompt = _parse_meta(
-            await store.aget_state(session, _meta_key(run_id)), run_id, session
+        session = session_id if session_id is not None else check_run_id(run_id)
+        check_run_id(run_id)
+        store = with_scope(store, scope)
+        count, system_prompt = parse_meta(
+            await store.aget_state(session, meta_key(run_id)), run_id, session
         )
         steps = [
-            _load_step(await store.aget_state(session, _step_key(run_id, i)), i, run_id)
+            load_step(await store.aget_state(session, step_key(run_id, i)), i, run_id)
             for i in range(count)
         ]
         memory = cls(system_prompt, callbacks=callbacks)
-        memory._steps._items = steps
+        memory.steps.reset(steps)
         return memory
 
     @staticmethod
     def delete_run(store: StateStore, run_id: str, *, session_id: str | None = None) -> None:
         """Remove a saved run (no error if there is none)."""
-        session = session_id if session_id is not None else _check_run_id(run_id)
-        _check_run_id(run_id)
+        session = session_id if session_id is not None else check_run_id(run_id)
+        check_run_id(run_id)
         for key in store.state_keys(session, prefix=f"steps/{run_id}/"):
             store.delete_state(session, key)
 
@@ -473,7 +484,7 @@ class AgentMemory:
         are not atomic across a crash. A step mutated in place after it was appended is
         written again by :meth:`sync`. Only one ``AgentMemory`` should record a run.
         """
-        store = _with_scope(store, scope)
+        store = with_scope(store, scope)
         self.save(store, run_id, session_id=session_id)
         session = session_id if session_id is not None else run_id
         self._attached = _Attachment(store, session, run_id, len(self._steps))
@@ -500,22 +511,22 @@ class AgentMemory:
         att = self._attached
         if att is None:
             return
-        items = self._steps._items
+        items = self._steps
         try:
             payload = [s.to_dict() for s in items[start:]]
             for offset, data in enumerate(payload):
-                att.store.set_state(att.session_id, _step_key(att.run_id, start + offset), data)
+                att.store.set_state(att.session_id, step_key(att.run_id, start + offset), data)
             meta = {
                 "format": FORMAT_VERSION,
                 "count": len(items),
                 "system_prompt": self.system_prompt.system_prompt,
             }
-            att.store.set_state(att.session_id, _meta_key(att.run_id), meta)
+            att.store.set_state(att.session_id, meta_key(att.run_id), meta)
         except BaseException:
             undo()
             raise
         for index in range(len(items), att.count):
-            att.store.delete_state(att.session_id, _step_key(att.run_id, index))
+            att.store.delete_state(att.session_id, step_key(att.run_id, index))
         att.count = len(items)
 
     def __repr__(self) -> str:

@@ -72,7 +72,7 @@ class AsyncStateStore(Protocol):
         ...
 
 
-def _check_run_id(run_id: str) -> str:
+def check_run_id(run_id: str) -> str:
     if not isinstance(run_id, str) or not run_id.strip():
         raise NamespaceError(f"run_id must be a non-empty string, got {run_id!r}", run_id=run_id)
     if "/" in run_id or len(run_id) > 256:
@@ -83,15 +83,15 @@ def _check_run_id(run_id: str) -> str:
     return run_id
 
 
-def _meta_key(run_id: str) -> str:
+def meta_key(run_id: str) -> str:
     return f"steps/{run_id}/meta"
 
 
-def _step_key(run_id: str, index: int) -> str:
+def step_key(run_id: str, index: int) -> str:
     return f"steps/{run_id}/{index:08d}"
 
 
-def _parse_meta(meta: Any, run_id: str, session_id: str) -> tuple[int, str]:
+def parse_meta(meta: Any, run_id: str, session_id: str) -> tuple[int, str]:
     if meta is None:
         raise NotFoundError(
             f"no step memory saved for run {run_id!r} in session {session_id!r}",
@@ -116,7 +116,7 @@ def _parse_meta(meta: Any, run_id: str, session_id: str) -> tuple[int, str]:
     return meta["count"], meta["system_prompt"]
 
 
-def _load_step(data: Any, index: int, run_id: str) -> MemoryStep:
+def load_step(data: Any, index: int, run_id: str) -> MemoryStep:
     if data is None:
         raise StorageError(
             f"step {index} of run {run_id!r} is missing from the store", run_id=run_id
@@ -133,7 +133,7 @@ def _load_step(data: Any, index: int, run_id: str) -> MemoryStep:
         ) from None
 
 
-def _with_scope(store: Any, scope: Scope | None) -> Any:
+def with_scope(store: Any, scope: Scope | None) -> Any:
     """``store`` seen through ``scope`` (a :class:`~offprompt.stores.ScopedStore`)."""
     if scope is None:
         return store

@@ -17,6 +17,7 @@ memory is built:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from offprompt.errors import ValidationError
@@ -113,6 +114,11 @@ class StateStore(Protocol):
         self, session_id: str, prefix: str = "", *, scope: Scope | None = None
     ) -> list[str]:
         """Keys of the session's state that start with ``prefix``, sorted."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Run the calls made inside as one unit (one transaction where the store has
+        them: SQLite, PostgreSQL)."""
         ...
 
 

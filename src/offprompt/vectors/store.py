@@ -430,7 +430,7 @@ class QdrantVectorStore:
         """
         resolved = as_scope(scope)
         view = self.with_tenant(resolved.tenant or "default")
-        view._scope = {
+        view._scope = {  # private-ok: a view of this store, built here
             key: getattr(resolved, field) or "" for field, key in SCOPE_PAYLOAD_KEYS.items()
         }
         return view

@@ -2,7 +2,7 @@
 
 A checkpoint row (format 3, :mod:`offprompt_langchain._checkpoint_rows`) is deflated
 with its parent's payload as the preset dictionary; ``depth`` counts the chain, and a
-snapshot comes at least every :data:`_SNAPSHOT_EVERY` rows, so a read undoes at most
+snapshot comes at least every :data:`SNAPSHOT_EVERY` rows, so a read undoes at most
 that many deltas. This mixin decodes rows (with a cache of decoded parents), packs
 serializer bytes, rewrites rows as snapshots before a checkpoint they depend on is
 deleted, and reads and rewrites a row's pending writes. Rows of formats 1 and 2 are
@@ -22,7 +22,14 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from offprompt.errors import DeserializationError, OffpromptError
 from offprompt.stores.base import BaseStore
-from offprompt_langchain._checkpoint_keys import _CP, _cp_key, _head_key, _q, _uq, _writes_key
+from offprompt_langchain._checkpoint_keys import (
+    CP_PREFIX,
+    cp_key,
+    head_key,
+    quote_part,
+    unquote_part,
+    writes_key,
+)
 from offprompt_langchain._checkpoint_rows import (
     FORMAT,
     Parts,
@@ -35,12 +42,12 @@ from offprompt_langchain._checkpoint_rows import (
     parse_row,
 )
 
-_SNAPSHOT_EVERY = 16  # a delta chain is at most this long: reads stay cheap
+SNAPSHOT_EVERY = 16  # a delta chain is at most this long: reads stay cheap
 _RAW_CACHE = 512
 _COMPRESS_ABOVE = 200
 
 
-class _DeltaChains:
+class DeltaChains:
     """Checkpoint rows of one store: decode (undoing deltas), pack, snapshot, writes.
 
     Attributes (set by the saver):
@@ -124,7 +131,7 @@ class _DeltaChains:
             ) from None
 
     def _row(self, thread_id: str, ns: str, checkpoint_id: str) -> Row | None:
-        key = _cp_key(ns, checkpoint_id)
+        key = cp_key(ns, checkpoint_id)
         value = self._get(thread_id, key)
         if value is None:
             return None
@@ -145,7 +152,7 @@ class _DeltaChains:
         if cached is not None and cached[0] == row.data:
             self._raw.move_to_end(cache_key)
             return cached[1]
-        what = _cp_key(ns, checkpoint_id)
+        what = cp_key(ns, checkpoint_id)
         if row.fmt != FORMAT:
             kind, data = self._body_bytes(thread_id, ns, checkpoint_id, row.doc)
             meta = row.doc.get("metadata")
@@ -167,7 +174,7 @@ class _DeltaChains:
             base = None
             if row.depth > 0:
                 parent = self._row(thread_id, ns, row.parent) if row.parent else None
-                if parent is None or hops >= _SNAPSHOT_EVERY:
+                if parent is None or hops >= SNAPSHOT_EVERY:
                     raise DeserializationError(
                         f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is stored as a "
                         f"delta against {row.parent!r}, which is missing",
@@ -199,13 +206,13 @@ class _DeltaChains:
     ) -> tuple[str, bytes]:
         """A format 1 or 2 checkpoint's body: its serializer type and bytes."""
         pair = doc.get("checkpoint")
-        key = _cp_key(ns, checkpoint_id)
+        key = cp_key(ns, checkpoint_id)
         zdict = None
         if isinstance(pair, list) and len(pair) == 3 and pair[2] == "zdict":
             base = doc.get("parent")
             base_row = (
                 self._row(thread_id, ns, base)
-                if isinstance(base, str) and hops < _SNAPSHOT_EVERY
+                if isinstance(base, str) and hops < SNAPSHOT_EVERY
                 else None
             )
             if base_row is None or base_row.fmt == FORMAT:
@@ -221,7 +228,7 @@ class _DeltaChains:
 
     def _body(self, thread_id: str, ns: str, checkpoint_id: str, row: Row) -> Any:
         kind, data = self._parts(thread_id, ns, checkpoint_id, row).body
-        body = self._loads(kind, data, thread_id, _cp_key(ns, checkpoint_id))
+        body = self._loads(kind, data, thread_id, cp_key(ns, checkpoint_id))
         if not isinstance(body, dict) or "channel_versions" not in body:
             raise DeserializationError(
                 f"thread {thread_id!r}: checkpoint {checkpoint_id!r} is corrupt",
@@ -231,7 +238,7 @@ class _DeltaChains:
 
     def _metadata(self, thread_id: str, ns: str, checkpoint_id: str, row: Row) -> Any:
         kind, data = self._parts(thread_id, ns, checkpoint_id, row).metadata
-        return self._loads(kind, data, thread_id, _cp_key(ns, checkpoint_id))
+        return self._loads(kind, data, thread_id, cp_key(ns, checkpoint_id))
 
     def _snapshot_row(
         self, parts: Parts, writes: list[list[Any]] | None, parent: str | None
@@ -253,7 +260,7 @@ class _DeltaChains:
             if cid in doomed or row is None:
                 continue
             link, hops = row.parent if row.depth > 0 else None, 0
-            while isinstance(link, str) and link not in doomed and hops < _SNAPSHOT_EVERY:
+            while isinstance(link, str) and link not in doomed and hops < SNAPSHOT_EVERY:
                 base = rows.get(link)
                 link = base.parent if base is not None and base.depth > 0 else None
                 hops += 1
@@ -262,25 +269,25 @@ class _DeltaChains:
             parts = self._parts(thread_id, ns, cid, row)
             if row.fmt == FORMAT:
                 fresh = self._snapshot_row(parts, parts.writes, row.parent)
-                self.store.set_state(thread_id, _cp_key(ns, cid), fresh.stored(self._binary))
+                self.store.set_state(thread_id, cp_key(ns, cid), fresh.stored(self._binary))
                 self._remember(thread_id, ns, cid, fresh, parts)
             else:
                 doc = {k: v for k, v in row.doc.items() if k != "depth"}
                 doc["checkpoint"] = self._pack(*parts.body)
-                self.store.set_state(thread_id, _cp_key(ns, cid), doc)
+                self.store.set_state(thread_id, cp_key(ns, cid), doc)
 
     def _checkpoint_ids(self, thread_id: str, ns: str | None) -> list[tuple[str, str]]:
         """``(ns, checkpoint_id)`` of the thread, newest first."""
-        prefix = _CP if ns is None else f"{_CP}{_q(ns)}/"
+        prefix = CP_PREFIX if ns is None else f"{CP_PREFIX}{quote_part(ns)}/"
         found = []
         for key in self.store.state_keys(thread_id, prefix):
-            ns_part, _, cp_id = key[len(_CP) :].rpartition("/")
-            found.append((_uq(ns_part), cp_id))
+            ns_part, _, cp_id = key[len(CP_PREFIX) :].rpartition("/")
+            found.append((unquote_part(ns_part), cp_id))
         found.sort(key=operator.itemgetter(1), reverse=True)
         return found
 
     def _latest(self, thread_id: str, ns: str) -> tuple[str, Row] | None:
-        head = self._get(thread_id, _head_key(ns))
+        head = self._get(thread_id, head_key(ns))
         if isinstance(head, str):
             row = self._row(thread_id, ns, head)
             if row is not None:
@@ -299,7 +306,7 @@ class _DeltaChains:
         if row is not None and row.fmt == FORMAT:
             writes = self._parts(thread_id, ns, checkpoint_id, row).writes or []
             return {f"{w[0]}\x1f{w[1]}": list(w) for w in writes if isinstance(w, list) and w}
-        key = _writes_key(ns, checkpoint_id)
+        key = writes_key(ns, checkpoint_id)
         stored = self._get(thread_id, key) or {}
         if not isinstance(stored, dict):
             raise DeserializationError(
@@ -316,7 +323,7 @@ class _DeltaChains:
         writes: dict[str, list[Any]],
     ) -> None:
         if row is None or row.fmt != FORMAT:
-            self.store.set_state(thread_id, _writes_key(ns, checkpoint_id), writes)
+            self.store.set_state(thread_id, writes_key(ns, checkpoint_id), writes)
             return
         parts = self._parts(thread_id, ns, checkpoint_id, row)
         base = None
@@ -329,6 +336,6 @@ class _DeltaChains:
             row.depth = 0  # its base is gone (only a damaged thread): a snapshot now
         rows = list(writes.values())
         row.data = deflate(payload + encode_writes(rows), base)
-        self.store.set_state(thread_id, _cp_key(ns, checkpoint_id), row.stored(self._binary))
+        self.store.set_state(thread_id, cp_key(ns, checkpoint_id), row.stored(self._binary))
         fresh = Parts(parts.body, parts.metadata, parts.values, payload, rows)
         self._remember(thread_id, ns, checkpoint_id, row, fresh)

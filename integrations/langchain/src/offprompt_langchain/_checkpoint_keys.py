@@ -14,32 +14,32 @@ from __future__ import annotations
 from typing import Any
 
 PREFIX = "langgraph/"
-_CP = PREFIX + "cp/"
-_BLOB = PREFIX + "blob/"
-_WRITES = PREFIX + "writes/"
+CP_PREFIX = PREFIX + "cp/"
+BLOB_PREFIX = PREFIX + "blob/"
+WRITES_PREFIX = PREFIX + "writes/"
 _HEAD = PREFIX + "head/"
 
 
-def _q(part: str) -> str:
+def quote_part(part: str) -> str:
     """Escape a key component so ``/`` always separates components."""
     return part.replace("%", "%25").replace("/", "%2F")
 
 
-def _uq(part: str) -> str:
+def unquote_part(part: str) -> str:
     return part.replace("%2F", "/").replace("%25", "%")
 
 
-def _cp_key(ns: str, checkpoint_id: str) -> str:
-    return f"{_CP}{_q(ns)}/{checkpoint_id}"
+def cp_key(ns: str, checkpoint_id: str) -> str:
+    return f"{CP_PREFIX}{quote_part(ns)}/{checkpoint_id}"
 
 
-def _blob_key(ns: str, channel: str, version: Any) -> str:
-    return f"{_BLOB}{_q(ns)}/{_q(channel)}/{_q(str(version))}"
+def blob_key(ns: str, channel: str, version: Any) -> str:
+    return f"{BLOB_PREFIX}{quote_part(ns)}/{quote_part(channel)}/{quote_part(str(version))}"
 
 
-def _writes_key(ns: str, checkpoint_id: str) -> str:
-    return f"{_WRITES}{_q(ns)}/{checkpoint_id}"
+def writes_key(ns: str, checkpoint_id: str) -> str:
+    return f"{WRITES_PREFIX}{quote_part(ns)}/{checkpoint_id}"
 
 
-def _head_key(ns: str) -> str:
-    return f"{_HEAD}{_q(ns)}"
+def head_key(ns: str) -> str:
+    return f"{_HEAD}{quote_part(ns)}"

@@ -3,7 +3,7 @@
 Each message is appended to the thread's session once; a checkpoint stores only the
 runs of sequence numbers its list is made of (``[[start, length], ...]``), and a
 pending write that carries messages already in the session is turned into a
-reference to them. :class:`_ThreadMessages` is what one process knows of a thread's
+reference to them. :class:`ThreadMessages` is what one process knows of a thread's
 session, so a put that extends the last list appends only the new messages.
 """
 
@@ -19,8 +19,8 @@ from langchain_core.messages import BaseMessage
 from offprompt.errors import DeserializationError
 from offprompt.stores.base import SessionVersion
 from offprompt.tokens import Tokenizer
-from offprompt_langchain._checkpoint_chains import _DeltaChains
-from offprompt_langchain._checkpoint_keys import _cp_key, _writes_key
+from offprompt_langchain._checkpoint_chains import DeltaChains
+from offprompt_langchain._checkpoint_keys import cp_key, writes_key
 from offprompt_langchain._checkpoint_rows import FORMAT
 from offprompt_langchain.convert import from_langchain, to_langchain
 
@@ -30,7 +30,7 @@ logger = logging.getLogger("offprompt_langchain.checkpoint")
 _CACHED_THREADS = 64
 
 
-def _runs(seqs: Sequence[int]) -> list[list[int]]:
+def runs_of(seqs: Sequence[int]) -> list[list[int]]:
     """``[3, 4, 5, 9]`` → ``[[3, 3], [9, 1]]`` (start, length)."""
     runs: list[list[int]] = []
     for seq in seqs:
@@ -51,7 +51,7 @@ def _extend_runs(runs: list[list[int]], seqs: Sequence[int]) -> list[list[int]]:
     return out
 
 
-def _written_messages(value: Any) -> list[BaseMessage] | None:
+def written_messages(value: Any) -> list[BaseMessage] | None:
     """The messages a write to the messages channel carries, if that is all it carries."""
     if isinstance(value, BaseMessage):
         return [value]
@@ -67,7 +67,7 @@ def _with_ids(messages: list[BaseMessage], ids: list[Any]) -> list[BaseMessage]:
     ]
 
 
-class _ThreadMessages:
+class ThreadMessages:
     """What one process knows of a thread's session: its messages by seq, and how to
     recognise a message it already stored (by object identity, then by id + equality)."""
 
@@ -97,7 +97,7 @@ class _ThreadMessages:
         return None
 
 
-class _ThreadMessageLog(_DeltaChains):
+class ThreadMessageLog(DeltaChains):
     """Stores and loads the messages channel through the thread's session.
 
     Attributes (set by the saver):
@@ -105,13 +105,13 @@ class _ThreadMessageLog(_DeltaChains):
     """
 
     tokenizer: Tokenizer
-    _threads: OrderedDict[str, _ThreadMessages]
+    _threads: OrderedDict[str, ThreadMessages]
     _live_writes: OrderedDict[tuple[str, str], list[tuple[str, list[BaseMessage]]]]
 
-    def _messages_of(self, thread_id: str) -> _ThreadMessages:
+    def _messages_of(self, thread_id: str) -> ThreadMessages:
         cache = self._threads.get(thread_id)
         if cache is None:
-            cache = self._threads[thread_id] = _ThreadMessages()
+            cache = self._threads[thread_id] = ThreadMessages()
             while len(self._threads) > _CACHED_THREADS:
                 self._threads.popitem(last=False)
         else:
@@ -121,7 +121,7 @@ class _ThreadMessageLog(_DeltaChains):
         if known == current:
             return cache
         if known is None or known.epoch != current.epoch or current.next_seq < known.next_seq:
-            cache = self._threads[thread_id] = _ThreadMessages()
+            cache = self._threads[thread_id] = ThreadMessages()
             stored = self.store.read(thread_id)
         else:
             stored = self.store.read(thread_id, start=known.next_seq)
@@ -172,7 +172,7 @@ class _ThreadMessageLog(_DeltaChains):
             # up from there (re-reading ours as well) instead of starting over.
             if cache.version is not None and new_seqs and new_seqs[0] == cache.version.next_seq:
                 cache.version = SessionVersion(new_seqs[-1] + 1, cache.version.epoch)
-        runs = _extend_runs(last_runs, seqs[prefix:]) if extends else _runs(seqs)
+        runs = _extend_runs(last_runs, seqs[prefix:]) if extends else runs_of(seqs)
         cache.last = (list(messages), seqs, runs)
         return {"messages": runs}
 
@@ -187,7 +187,7 @@ class _ThreadMessageLog(_DeltaChains):
             return
         row = self._row(thread_id, "", checkpoint_id)
         legacy = row is None or row.fmt != FORMAT
-        key = _writes_key("", checkpoint_id) if legacy else _cp_key("", checkpoint_id)
+        key = writes_key("", checkpoint_id) if legacy else cp_key("", checkpoint_id)
         stored = self._writes_of(thread_id, "", checkpoint_id, row)
         cache = self._messages_of(thread_id)
         changed = False
@@ -199,7 +199,7 @@ class _ThreadMessageLog(_DeltaChains):
             if any(seq is None for seq in seqs):
                 continue
             value = self._load(entry[3], thread_id, key)
-            written = _written_messages(value)
+            written = written_messages(value)
             if written is None or len(written) != len(seqs):
                 continue
             ids = [m.id for m in written]
@@ -269,7 +269,7 @@ class _ThreadMessageLog(_DeltaChains):
                 len(seqs),
             )
             present = [s for s in seqs if s in cache.by_seq]
-            cache.last = (list(out), present, _runs(present))
+            cache.last = (list(out), present, runs_of(present))
         else:
             cache.last = (list(out), seqs, [list(r) for r in runs])
         return out

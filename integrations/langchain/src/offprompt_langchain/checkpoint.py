@@ -35,7 +35,7 @@ Documented outcomes:
 Size: one state row per checkpoint (:mod:`offprompt_langchain._checkpoint_rows`,
 format 3): the serializer's bytes of the body, the metadata and the small channel values,
 then the pending writes, deflated with the parent's payload as the preset dictionary (a
-delta; ``depth`` counts the chain, a snapshot at least every ``_SNAPSHOT_EVERY``), as
+delta; ``depth`` counts the chain, a snapshot at least every ``SNAPSHOT_EVERY``), as
 base85 in the row's JSON. ``put`` (messages, the row, the parent's writes turned into
 session references, the head) and ``put_writes`` are each one store transaction.
 ``delete_for_runs`` and ``prune`` first rewrite any checkpoint they keep whose chain runs
@@ -72,24 +72,24 @@ from offprompt.errors import DeserializationError, NamespaceError, ValidationErr
 from offprompt.scope import Scope
 from offprompt.stores.base import BaseStore
 from offprompt.tokens import Tokenizer, default_tokenizer
-from offprompt_langchain._checkpoint_chains import _SNAPSHOT_EVERY as _SNAPSHOT_EVERY
+from offprompt_langchain._checkpoint_chains import SNAPSHOT_EVERY as SNAPSHOT_EVERY
 from offprompt_langchain._checkpoint_keys import (
-    _BLOB,
-    _CP,
-    _WRITES,
+    BLOB_PREFIX,
+    CP_PREFIX,
     PREFIX,
-    _blob_key,
-    _cp_key,
-    _head_key,
-    _q,
-    _uq,
-    _writes_key,
+    WRITES_PREFIX,
+    blob_key,
+    cp_key,
+    head_key,
+    quote_part,
+    unquote_part,
+    writes_key,
 )
 from offprompt_langchain._checkpoint_messages import (
-    _runs,
-    _ThreadMessageLog,
-    _ThreadMessages,
-    _written_messages,
+    ThreadMessageLog,
+    ThreadMessages,
+    runs_of,
+    written_messages,
 )
 from offprompt_langchain._checkpoint_rows import (
     FORMAT,
@@ -108,7 +108,7 @@ _LIVE_WRITES = 256
 _INLINE_MAX = 512
 
 
-class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
+class OffpromptSaver(ThreadMessageLog, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are offprompt conversation sessions.
 
     Args:
@@ -180,7 +180,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
         self.messages_channel = messages_channel
         self.tokenizer = tokenizer or default_tokenizer()
         self._lock = threading.RLock()
-        self._threads: OrderedDict[str, _ThreadMessages] = OrderedDict()
+        self._threads: OrderedDict[str, ThreadMessages] = OrderedDict()
         # (thread, ns, checkpoint id) -> (its stored data, its decoded parts): the preset
         # dictionary of its child's delta, without walking the chain again.
         self._raw: OrderedDict[tuple[str, str, str], tuple[bytes | str, Parts]] = OrderedDict()
@@ -269,7 +269,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
         if isinstance(inline, list) and len(inline) == 2 and inline[0] == version:
             found = inline[1]
         else:
-            found = self._get(thread_id, _blob_key(ns, channel, version))
+            found = self._get(thread_id, blob_key(ns, channel, version))
         if found is not None and not isinstance(found, dict):
             raise DeserializationError(
                 f"thread {thread_id!r}: the value of channel {channel!r} is corrupt",
@@ -285,7 +285,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
             blob = self._blob(thread_id, ns, parts, channel, version)
             if blob is None or blob.get("empty"):
                 continue
-            key = _blob_key(ns, channel, version)
+            key = blob_key(ns, channel, version)
             if "messages" in blob:
                 values[channel] = self._load_messages(thread_id, blob)
             elif "raw" in blob:
@@ -299,7 +299,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
         self, thread_id: str, ns: str, checkpoint_id: str, row: Row
     ) -> list[PendingWrite]:
         stored = self._writes_of(thread_id, ns, checkpoint_id, row)
-        key = _cp_key(ns, checkpoint_id)
+        key = cp_key(ns, checkpoint_id)
         rows = sorted(stored.values(), key=lambda r: writes_sort_key(r[4], r[0], r[1]))
         return [(r[0], r[2], self._write_value(thread_id, key, r[3])) for r in rows]
 
@@ -374,7 +374,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
             threads = [
                 s.session_id
                 for s in self.store.sessions()
-                if self.store.state_keys(s.session_id, _CP)
+                if self.store.state_keys(s.session_id, CP_PREFIX)
             ]
         configurable = (config or {}).get("configurable") or {}
         ns_filter = configurable.get("checkpoint_ns")
@@ -441,7 +441,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                     else:
                         own.pop(channel, None)
                         blob = {"value": self._pack(kind, data)}
-                        self.store.set_state(thread_id, _blob_key(ns, channel, version), blob)
+                        self.store.set_state(thread_id, blob_key(ns, channel, version), blob)
                         continue
                 own[channel] = [version, ref]
             if ns == "" and parent:
@@ -450,13 +450,13 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
             parts = Parts(body, stored_metadata, own, payload)  # writes: set below
             base = parent_parts.payload if parent_parts is not None else None
             depth = parent_row.depth + 1 if parent_row is not None and base is not None else 0
-            if depth >= _SNAPSHOT_EVERY:
+            if depth >= SNAPSHOT_EVERY:
                 depth, base = 0, None
             early: list[list[Any]] = []
             if (thread_id, ns, checkpoint_id) in self._early_writes:
                 self._early_writes.discard((thread_id, ns, checkpoint_id))
                 early = list(self._writes_of(thread_id, ns, checkpoint_id, None).values())
-                self.store.delete_state(thread_id, _writes_key(ns, checkpoint_id))
+                self.store.delete_state(thread_id, writes_key(ns, checkpoint_id))
             row = Row(
                 FORMAT,
                 parent,
@@ -464,12 +464,12 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                 deflate(payload + encode_writes(early), base if depth else None),
             )
             # Written last: until this row exists, the checkpoint does not.
-            self.store.set_state(thread_id, _cp_key(ns, checkpoint_id), row.stored(self._binary))
+            self.store.set_state(thread_id, cp_key(ns, checkpoint_id), row.stored(self._binary))
             parts.writes = early
             self._remember(thread_id, ns, checkpoint_id, row, parts)
-            head = self._get(thread_id, _head_key(ns))
+            head = self._get(thread_id, head_key(ns))
             if not isinstance(head, str) or head < checkpoint_id:
-                self.store.set_state(thread_id, _head_key(ns), checkpoint_id)
+                self.store.set_state(thread_id, head_key(ns), checkpoint_id)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -517,7 +517,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                 if slot >= 0 and inner in stored:
                     continue
                 stored[inner] = [task_id, slot, channel, self._dump(value), task_path]
-                live = _written_messages(value)
+                live = written_messages(value)
                 if ns == "" and channel == self.messages_channel and live:
                     entry = self._live_writes.setdefault((thread_id, checkpoint_id), [])
                     entry.append((inner, live))
@@ -564,16 +564,16 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                         self._reset_head(thread_id, ns)
 
     def _delete_checkpoint(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
-        self.store.delete_state(thread_id, _cp_key(ns, checkpoint_id))
-        self.store.delete_state(thread_id, _writes_key(ns, checkpoint_id))
+        self.store.delete_state(thread_id, cp_key(ns, checkpoint_id))
+        self.store.delete_state(thread_id, writes_key(ns, checkpoint_id))
         self._raw.pop((thread_id, ns, checkpoint_id), None)
 
     def _reset_head(self, thread_id: str, ns: str) -> None:
         ids = self._checkpoint_ids(thread_id, ns)
         if ids:
-            self.store.set_state(thread_id, _head_key(ns), ids[0][1])
+            self.store.set_state(thread_id, head_key(ns), ids[0][1])
         else:
-            self.store.delete_state(thread_id, _head_key(ns))
+            self.store.delete_state(thread_id, head_key(ns))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, write and message of one thread to another.
@@ -605,7 +605,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                     for s in range(start, start + length)
                     if s in mapping
                 ]
-                return {"messages": _runs(seqs)}
+                return {"messages": runs_of(seqs)}
 
             def remap_writes(writes: Any) -> None:
                 for entry in writes.values() if isinstance(writes, dict) else writes:
@@ -615,13 +615,13 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                             "ref": [mapping.get(s, -1) for s in entry[3]["ref"]],
                         }
 
-            for key in sorted(keys, key=lambda k: k.startswith(_CP)):  # checkpoints last
+            for key in sorted(keys, key=lambda k: k.startswith(CP_PREFIX)):  # checkpoints last
                 value = self._get(source, key)
-                if key.startswith(_BLOB) and isinstance(value, dict) and "messages" in value:
+                if key.startswith(BLOB_PREFIX) and isinstance(value, dict) and "messages" in value:
                     value = remap(value)
-                elif key.startswith(_CP):
-                    ns_part, _, checkpoint_id = key[len(_CP) :].rpartition("/")
-                    ns = _uq(ns_part)
+                elif key.startswith(CP_PREFIX):
+                    ns_part, _, checkpoint_id = key[len(CP_PREFIX) :].rpartition("/")
+                    ns = unquote_part(ns_part)
                     row = self._row(source, ns, checkpoint_id)
                     if row is None:
                         continue
@@ -636,7 +636,7 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                         remap_writes(writes)
                     fresh = Parts(parts.body, parts.metadata, own, None)
                     value = self._snapshot_row(fresh, writes, row.parent).stored(self._binary)
-                elif key.startswith(_WRITES) and isinstance(value, dict):
+                elif key.startswith(WRITES_PREFIX) and isinstance(value, dict):
                     remap_writes(value)
                 self.store.set_state(target, key, value)
 
@@ -672,15 +672,15 @@ class OffpromptSaver(_ThreadMessageLog, BaseCheckpointSaver[str]):
                 row = self._row(thread_id, ns, checkpoint_id)
                 if row is not None:
                     body = self._body(thread_id, ns, checkpoint_id, row)
-                    blobs.update(_blob_key(ns, c, v) for c, v in body["channel_versions"].items())
+                    blobs.update(blob_key(ns, c, v) for c, v in body["channel_versions"].items())
             self._detach(thread_id, ns, set(ids) - keep)
             for checkpoint_id in ids:
                 if checkpoint_id not in keep:
                     self._delete_checkpoint(thread_id, ns, checkpoint_id)
-            for key in self.store.state_keys(thread_id, f"{_BLOB}{_q(ns)}/"):
+            for key in self.store.state_keys(thread_id, f"{BLOB_PREFIX}{quote_part(ns)}/"):
                 if key not in blobs:
                     self.store.delete_state(thread_id, key)
-            self.store.set_state(thread_id, _head_key(ns), ids[0])
+            self.store.set_state(thread_id, head_key(ns), ids[0])
 
     def _chain_to_seeds(self, thread_id: str, ns: str, latest: str) -> set[str]:
         """``latest`` and the ancestors its delta-only channels still need."""

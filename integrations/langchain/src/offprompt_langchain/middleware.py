@@ -58,7 +58,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from offprompt._validation import (
+from offprompt.adapter_kit import (
     ESCAPED_SURROGATES_META,
     escape_in_run,
     has_lone_surrogate,

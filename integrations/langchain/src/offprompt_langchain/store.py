@@ -192,15 +192,16 @@ def _as_tuple(namespace: Any) -> Any:
 
 def _normalized(op: Op) -> Op:
     if isinstance(op, (GetOp, PutOp)):
-        return op._replace(namespace=_as_tuple(op.namespace))
+        # NamedTuple's _replace is public API (the underscore only avoids field names).
+        return op._replace(namespace=_as_tuple(op.namespace))  # private-ok: NamedTuple API
     if isinstance(op, SearchOp):
-        return op._replace(namespace_prefix=_as_tuple(op.namespace_prefix))
+        return op._replace(namespace_prefix=_as_tuple(op.namespace_prefix))  # private-ok: as above
     if isinstance(op, ListNamespacesOp) and op.match_conditions:
         conditions = tuple(
             MatchCondition(c.match_type, _as_tuple(c.path)) if isinstance(c, MatchCondition) else c
             for c in op.match_conditions
         )
-        return op._replace(match_conditions=conditions)
+        return op._replace(match_conditions=conditions)  # private-ok: NamedTuple API
     return op
 
 

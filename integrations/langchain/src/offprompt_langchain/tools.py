@@ -27,7 +27,10 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langchain_core.tools.base import ArgsSchema, _handle_tool_error
+from langchain_core.tools.base import (  # private-ok: StructuredTool's own error rule, reused
+    ArgsSchema,
+    _handle_tool_error,
+)
 from langchain_core.utils.pydantic import TypeBaseModel
 from pydantic import ConfigDict
 from pydantic import ValidationError as PydanticValidationError

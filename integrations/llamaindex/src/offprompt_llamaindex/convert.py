@@ -13,7 +13,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage
 from pydantic import ValidationError as PydanticValidationError
 
-from offprompt._validation import describe_pydantic_error
+from offprompt.adapter_kit import describe_pydantic_error
 from offprompt.errors import ValidationError
 from offprompt.interop.llamaindex import (
     message_from_llamaindex_dict,

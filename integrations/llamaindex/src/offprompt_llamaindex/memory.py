@@ -24,7 +24,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 
-from offprompt._validation import (
+from offprompt.adapter_kit import (
     ESCAPED_SURROGATES_META,
     escape_in_run,
     has_lone_surrogate,

@@ -48,7 +48,7 @@ from agents.memory.session_settings import (
 from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 
-from offprompt._validation import ESCAPED_SURROGATES_META, escape_in_run
+from offprompt.adapter_kit import ESCAPED_SURROGATES_META, escape_in_run
 from offprompt.conversation import ConversationMemory
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import StorageError, ValidationError
