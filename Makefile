@@ -56,7 +56,7 @@ lint: setup
 	$(BIN)/mypy src/offprompt
 	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 	$(BIN)/python scripts/check_source.py
-	$(BIN)/python scripts/check_private.py $(SOURCES)
+	$(BIN)/python scripts/check_private.py $(SOURCES) tests $(wildcard integrations/*/tests)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site-lint
 
 format: setup

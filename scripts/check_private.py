@@ -11,9 +11,10 @@ Two rules, over the library's source (the core and every adapter):
    dunder method's parameters (``def __eq__(self, other)``), where reading the twin's
    fields is the method's job.
 
-A line that must break a rule says why in a ``# private-ok: <reason>`` comment: a
-third-party library's internals (RE2's matcher), or the upgrade path of a layout that
-predates the public API. Importing a private *module* (``from pkg import _mod``) is
+A line that must break a rule says why in a ``# private-ok: <reason>`` comment, on the
+statement or on the comment line right above it: a third-party library's internals
+(RE2's matcher), the upgrade path of a layout that predates the public API, or, in a
+test, the internals that are the test's subject. Importing a private *module* (``from pkg import _mod``) is
 not a private name: the module's public names are what it exports.
 
 Usage: ``python scripts/check_private.py [ROOT ...]``. Exit code 1 and one line per
@@ -45,6 +46,17 @@ class _Visitor(ast.NodeVisitor):
         self.problems: list[str] = []
         self._twins: list[set[str]] = []  # names bound to the own class, per function
         self._classes: list[str] = []
+        self._statements: list[ast.stmt] = []
+
+    def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt):
+            self._statements.append(node)
+            try:
+                super().visit(node)
+            finally:
+                self._statements.pop()
+        else:
+            super().visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
@@ -76,8 +88,21 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _problem(self, node: ast.expr | ast.stmt, what: str) -> None:
-        end = getattr(node, "end_lineno", None) or node.lineno
-        if any("private-ok:" in line for line in self._lines[node.lineno - 1 : end]):
+        first, last = node.lineno, getattr(node, "end_lineno", None) or node.lineno
+        if self._statements:
+            # The statement holding the node (a compound one: its header only), and the
+            # comment line right above it.
+            statement = self._statements[-1]
+            body = getattr(statement, "body", None)
+            first = statement.lineno - 1
+            if isinstance(body, list) and body:
+                last = max(last, body[0].lineno - 1)
+            else:
+                last = max(last, statement.end_lineno or statement.lineno)
+        lines = self._lines[max(first - 1, 0) : last]
+        if first >= 1 and not self._lines[first - 1].lstrip().startswith("#"):
+            lines = lines[1:]  # the line above is code, not a comment
+        if any("private-ok:" in line for line in lines):
             return
         self.problems.append(f"{self.where}:{node.lineno}: {what}")
 
@@ -105,7 +130,8 @@ def problems(roots: tuple[str, ...]) -> Iterator[str]:
     for root in roots:
         for path in sorted((REPO / root).rglob("*.py")):
             source = path.read_text(encoding="utf-8")
-            visitor = _Visitor(str(path.relative_to(REPO)), source.splitlines())
+            where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+            visitor = _Visitor(str(where), source.splitlines())
             visitor.visit(ast.parse(source, str(path)))
             yield from visitor.problems
 

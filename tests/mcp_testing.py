@@ -142,6 +142,7 @@ async def cancel_a_call(session: ClientSession, tool: str, *, after: float) -> B
 
     from mcp import types
 
+    # private-ok: the mcp SDK's ClientSession keeps its next request id only here
     request_id = session._request_id  # type: ignore[attr-defined]  # the id call_tool is about to use
 
     async def call() -> None:

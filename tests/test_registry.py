@@ -11,7 +11,9 @@ from offprompt.steps import ActionStep, MemoryStep
 
 
 def test_artifacts_and_steps_share_one_registry_class() -> None:
+    # private-ok: the registry the classes share is the subject
     assert isinstance(BaseArtifact._registry, TypeRegistry)
+    # private-ok: the registry the classes share is the subject
     assert isinstance(MemoryStep._registry, TypeRegistry)
     assert BaseArtifact.registered_types()["TextArtifact"] is TextArtifact
     assert MemoryStep.registered_types()["ActionStep"] is ActionStep

@@ -132,6 +132,7 @@ def test_the_default_encoding_ships_with_offprompt_and_loads_with_an_empty_envir
 
 
 def test_a_user_cache_dir_is_still_preferred_to_the_shipped_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # private-ok: the tokenizer cache's lookup order is the subject
     from offprompt.tokens import _cache_sources
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))

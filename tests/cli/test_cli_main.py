@@ -320,6 +320,7 @@ def test_demo_is_found_through_its_entry_point(monkeypatch, home: Path, capsys) 
     import offprompt.cli as cli
 
     # make setup installs the demo distribution: the entry point names its main
+    # private-ok: the CLI's entry-point lookup is the subject
     found = cli._demo_main()
     assert found is not None and found.__module__ == "offprompt_demo.demo"
 

@@ -145,6 +145,7 @@ def die() -> str:
     """Exit in the middle of the call."""
     sys.stderr.write("fixture-upstream: dying now\n")
     sys.stderr.flush()
+    # private-ok: the stdlib's exit without cleanup (public despite its name)
     os._exit(3)
 
 
@@ -153,6 +154,7 @@ def half_answer(megabytes: float = 1.0) -> str:
     """Write the first half of a JSON-RPC answer to stdout, then exit."""
     write_wire('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"')
     write_wire("x" * int(megabytes * 1_000_000))
+    # private-ok: the stdlib's exit without cleanup (public despite its name)
     os._exit(4)
 
 

@@ -93,6 +93,7 @@ def test_forget_deletes_task_memory_chunks_metadata_and_blob_files(tmp_path: Pat
     assert b"BOB-MARKER-7f3a" not in blob_bytes()
     assert b"ALICE-MARKER-9c1d" in blob_bytes()
     for marker, memory in memories.items():
+        # private-ok: the engine's raw points, unfiltered, prove what is left
         backend = memory.vector_store._backend
         payloads = [s.payload for s in backend.scroll([], limit=10_000)[0]]
         # chunks hold where their text is in the raw output, never the text

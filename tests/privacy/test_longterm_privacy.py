@@ -48,6 +48,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[QdrantVectorStore]:
 
 def raw_points(store: QdrantVectorStore) -> str:
     """Every point of the collection with its payload, unfiltered, as one string."""
+    # private-ok: the engine's raw points, unfiltered, prove what is left
     backend = store._core.backend
     if store.engine == "client":
         client = backend.client  # type: ignore[union-attr]

@@ -121,12 +121,15 @@ def test_a_delete_racing_a_writer_leaves_its_parts_so_its_store_lands_whole(
     data = logs(100_000)
     part = _tasks.task_part("ns", ACME)
     with PostgresStore(postgres_dsn) as store:
+        # private-ok: the store's part operations, driven one step at a time
         store._task(_tasks.op_put_part(part, "ns", "u1", 0, data[:1000]), "test")
+        # private-ok: the store's part operations, driven one step at a time
         store._task(_tasks.op_put_part(part, "ns", "u1", 1, data[1000:2000]), "test")
         store.task_delete("ns", scope=ACME)
         assert part_rows(postgres_dsn, "ns") == 2  # the writer's, in flight
         key = _tasks.content_key(data[:2000])
         seal = _tasks.op_seal_parts(part, "ns", key, upload="u1", count=2, size=2000)
+        # private-ok: the store's part operations, driven one step at a time
         assert store._task(seal, "test", write=True) is True
         assert store.task_commit("ns", {}, expect=None, blobs=[key], scope=ACME) == 1
         assert store.task_get_blob("ns", key, scope=ACME) == data[:2000]
@@ -139,13 +142,16 @@ def test_a_blob_row_is_refused_when_its_parts_went_meanwhile(postgres_dsn: str) 
     data = logs(100_000)
     part = _tasks.task_part("ns", ACME)
     with PostgresStore(postgres_dsn) as store:
+        # private-ok: the store's part operations, driven one step at a time
         store._task(_tasks.op_put_part(part, "ns", "u1", 0, data[:1000]), "test")
+        # private-ok: the store's part operations, driven one step at a time
         store._task(_tasks.op_put_part(part, "ns", "u1", 1, data[1000:2000]), "test")
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute("DELETE FROM offprompt_task_parts WHERE namespace = 'ns'")
         key = _tasks.content_key(data[:2000])
         seal = _tasks.op_seal_parts(part, "ns", key, upload="u1", count=2, size=2000)
         with pytest.raises(NotFoundError, match=r"2 of the 2 parts of blob .* are gone"):
+            # private-ok: the store's part operations, driven one step at a time
             store._task(seal, "test", write=True)
         assert store.task_blob_keys("ns", scope=ACME) == []
         with pytest.raises(NotFoundError, match="task blobs not stored"):
@@ -314,8 +320,10 @@ def test_the_first_task_call_keeps_parallel_connections_only_in_the_stores_own_p
 
     with PostgresStore(postgres_dsn) as store:
         store.count("s", scope=ACME)  # conversations alone keep one connection
+        # private-ok: the store's own pool, to break a connection under it
         assert store._sync_pool().min_size == 1
         store.task_list(scope=ACME)
+        # private-ok: the store's own pool, to break a connection under it
         assert store._sync_pool().min_size == _pg_tasks.PARALLEL
         key = store.task_put_blob("ns", logs(150_000), scope=ACME)
         assert len(store.task_get_blob("ns", key, scope=ACME)) > _tasks.PART_BYTES

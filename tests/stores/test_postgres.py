@@ -556,6 +556,7 @@ def test_scopes_are_sql_partitions(store: PostgresStore, postgres_dsn: str) -> N
 
 
 def test_connections_ask_the_server_to_end_abandoned_transactions(store: PostgresStore) -> None:
+    # private-ok: the store's own pool, to break a connection under it
     with store._sync_pool().connection() as conn:
         timeout = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
         keepalives = conn.info.get_parameters().get("keepalives")

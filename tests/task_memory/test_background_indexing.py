@@ -278,6 +278,7 @@ def test_a_read_begun_mid_batch_holds_indexing_off_within_a_step(
         upserts: list[tuple[int, bool]] = []  # (points, was a read running?) per engine call
         held = threading.Event()
         go_on = threading.Event()
+        # private-ok: wraps the engine's upsert to hold the indexer mid-batch
         backend = memory.vector_store._core.backend
         upsert = backend.upsert
 

@@ -73,4 +73,5 @@ def test_a_full_cache_is_cleared_and_vectors_stay_the_same() -> None:
     np.testing.assert_allclose(
         small.embed_array(texts), HashingEmbedder(64).embed_array(texts), atol=1e-7
     )
+    # private-ok: the embedder cache's bound is the subject
     assert len(small._cache) <= 10

@@ -12,6 +12,8 @@ import pytest
 from offprompt.errors import ValidationError
 from offprompt.scope import Scope
 from offprompt.vectors import QdrantVectorStore, VectorRecord
+
+# private-ok: the edge engine's filter translation is the subject
 from offprompt.vectors._edge import _checkable, _edge_decode, _edge_encode, _matches
 
 WORDS = [

@@ -292,6 +292,7 @@ def test_unscoped_points_carry_no_empty_scope_fields_and_scopes_stay_apart(
     store.upsert("ns", [VectorRecord(id="plain", text="shared words here", payload={})])
     user = store.with_scope(Scope(user="u1"))
     user.upsert("ns", [VectorRecord(id="mine", text="shared words here", payload={})])
+    # private-ok: the engine's raw points, unfiltered
     raw = store._backend.scroll([("namespace", "ns")], limit=10)[0]
     keys = {s.payload["record_id"]: set(s.payload) for s in raw}
     assert not any(k.startswith("scope_") for k in keys["plain"])
@@ -309,8 +310,10 @@ def test_points_written_with_empty_scope_strings_still_read_as_unscoped(
     from offprompt.vectors._backends import BackendPoint
 
     store.upsert("ns", [VectorRecord(id="new", text="alpha words", payload={})])
+    # private-ok: builds the point an earlier release wrote
     old = store._prepare("ns", [VectorRecord(id="old", text="alpha words", payload={})])[0]
     old.payload.update(scope_user="", scope_agent="", scope_session="", scope_run="")
+    # private-ok: the engine's raw points, unfiltered
     store._backend.upsert([BackendPoint(old.id, old.dense, old.sparse, old.payload)])
     assert sorted(r.id for r in store.scroll("ns")) == ["new", "old"]
     assert sorted(h.id for h in store.search("ns", "alpha words")) == ["new", "old"]

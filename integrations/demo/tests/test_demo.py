@@ -188,6 +188,8 @@ def test_demo_refuses_a_home_that_is_a_file(
 
 def test_follow_up_model_answers_only_from_history_it_was_given() -> None:
     from llama_index.core.llms import ChatMessage
+
+    # private-ok: the demo model's reply rule is the subject
     from offprompt_demo.demo import FOLLOW_UP, _follow_up_reply
 
     question = ChatMessage(role="user", content=FOLLOW_UP)

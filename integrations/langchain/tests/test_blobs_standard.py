@@ -80,6 +80,7 @@ def test_empty_and_large_values(tmp_path: Path) -> None:
     store.mset([("big", bytearray(b"small now"))])
     assert store.mget(["big"]) == [b"small now"]
     # Overwrites leave one record per key, not a pile of versions.
+    # private-ok: where the store keeps one key's versions
     assert len(store.blob_store.keys(store._value_namespace("big"))) == 1
 
 

@@ -310,6 +310,7 @@ def test_middleware_memory_does_not_record_twice_with_offpromptsaver(
     store = SQLiteStore(db)
     assert store.count("both") == 8 and store.count("fallback") == 0
     assert to_langchain(ConversationMemory(store, "both").messages()) == final["messages"]
+    # private-ok: the fallback recorder's state: it never ran
     assert middleware._recorder is not None and middleware._recorder._seen == {}  # it never ran
 
 

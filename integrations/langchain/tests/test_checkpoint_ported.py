@@ -34,6 +34,8 @@ from langgraph.checkpoint.base import (
     create_checkpoint,
     empty_checkpoint,
 )
+
+# private-ok: LangGraph's own test imports it
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.graph import END, START, StateGraph
 from offprompt_langchain.checkpoint import OffpromptSaver

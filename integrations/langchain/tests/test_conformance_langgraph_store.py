@@ -993,16 +993,19 @@ def test_basic_store_operations(new_vector_store: StoreFactory) -> None:
 def _expire_now(store: OffpromptStore, ns: tuple[str, ...], key: str) -> None:
     """Backdate an item's expiry a minute into the past without deleting it (unswept)."""
     item_id = _item_id(ns, key)
+    # private-ok: the store's key scheme, as the upstream conformance test needs it; the store's clock, frozen as the upstream conformance test needs it
     store.vector_store.set_payload(store._namespace, [item_id], {"expires_ts": store._clock() - 60})
 
 
 def _item_id(ns: tuple[str, ...], key: str) -> str:
+    # private-ok: the store's key scheme, as the upstream conformance test needs it
     from offprompt_langchain.store import _item_id as item_id
 
     return item_id(ns, key)
 
 
 def _payload(store: OffpromptStore, ns: tuple[str, ...], key: str) -> dict[str, Any] | None:
+    # private-ok: the store's key scheme, as the upstream conformance test needs it
     found = store.vector_store.scroll(store._namespace, filter={"item_id": _item_id(ns, key)})
     return found[0].payload if found else None
 
@@ -1097,6 +1100,7 @@ def test_omit_expired_search_pagination(new_store: StoreFactory) -> None:
     seconds_ago = {"a": 1, "expired": 2, "b": 3, "c": 4}
     now = clock()
     for key, secs in seconds_ago.items():
+        # private-ok: the store's key scheme, as the upstream conformance test needs it
         store.vector_store.set_payload(
             store._namespace, [_item_id(ns, key)], {"updated_ts": now - secs}
         )

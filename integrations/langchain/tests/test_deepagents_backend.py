@@ -376,10 +376,12 @@ def test_card_middleware_leaves_other_messages_alone(backend: OffpromptBackend) 
             tool_call_id="call_x",
         ),
     ]
+    # private-ok: the card middleware's switch is the subject
     out = middleware._with_cards(messages)  # type: ignore[attr-defined]
     assert out is not None
     assert out[0] is messages[0] and out[1] is messages[1]
     assert "[offprompt] Kept whole" in out[2].content
+    # private-ok: the card middleware's switch is the subject
     assert middleware._with_cards(out) is None  # type: ignore[attr-defined]
 
 
@@ -405,6 +407,7 @@ def test_card_middleware_with_the_backend_as_the_whole_backend(backend: Offpromp
         content="Tool result too large ... at this path: /large_tool_results/call_z\n",
         tool_call_id="call_z",
     )
+    # private-ok: the card middleware's switch is the subject
     out = backend.card_middleware()._with_cards([stub])  # type: ignore[attr-defined]
     assert (
         out is not None

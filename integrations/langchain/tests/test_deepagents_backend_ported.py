@@ -175,6 +175,7 @@ def test_ls_trailing_slash(be: BackendProtocol) -> None:
 def test_intercept_large_tool_result(be: BackendProtocol) -> None:
     middleware = FilesystemMiddleware(backend=be, tool_token_limit_before_evict=1000)
     large_content = "y" * 5000
+    # private-ok: deepagents' own method, as its test calls it
     result = middleware._intercept_large_tool_result(
         ToolMessage(content=large_content, tool_call_id="test_456")
     )

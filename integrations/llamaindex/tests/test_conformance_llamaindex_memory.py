@@ -40,6 +40,7 @@ async def test_initialization(memory: Memory) -> None:
 
 async def test_estimate_token_count_text(memory: Memory) -> None:
     message = ChatMessage(role="user", content="Test message")
+    # private-ok: LlamaIndex's own method, as its test calls it
     count = memory._estimate_token_count(message)
     assert count == len(memory.tokenizer_fn("Test message"))
 
@@ -47,12 +48,14 @@ async def test_estimate_token_count_text(memory: Memory) -> None:
 async def test_estimate_token_count_image(memory: Memory) -> None:
     block = ImageBlock(url="http://example.com/image.jpg")
     message = ChatMessage(role="user", blocks=[block])
+    # private-ok: LlamaIndex's own method, as its test calls it
     assert memory._estimate_token_count(message) == memory.image_token_size_estimate
 
 
 async def test_estimate_token_count_audio(memory: Memory) -> None:
     block = AudioBlock(url="http://example.com/audio.mp3")
     message = ChatMessage(role="user", blocks=[block])
+    # private-ok: LlamaIndex's own method, as its test calls it
     assert memory._estimate_token_count(message) == memory.audio_token_size_estimate
 
 

@@ -164,6 +164,7 @@ async def test_lone_surrogates_in_a_run_are_escaped_and_flagged_not_refused(
     assert namespace is not None
     loaded = task_memory.load_artifacts(namespace.group(1)).value[0].value
     assert loaded == BROKEN_LOG.replace("\udcff\udcfe", "\\udcff\\udcfe")
+    # private-ok: the session's stored records hold the flags
     records = session._memory(None).stored()
     flagged = [r.message.meta.get(ESCAPED_SURROGATES_META, False) for r in records]
     assert flagged[0] is True and flagged[1] is False  # the user's message; the call
@@ -206,6 +207,7 @@ async def test_a_tool_image_is_stored_as_a_blob_like_in_every_adapter(make_sessi
     reference = last["output"][1]["text"]
     assert reference.startswith('Output of "render_chart.call" was stored in memory')
     assert reference.endswith("image/png, 96x96 pixels: kept in the blob store, not shown here.")
+    # private-ok: the session's stored records hold the flags
     records = session._memory(None).stored()
     seen = next(r.message.meta[OFFLOAD_META] for r in records if OFFLOAD_META in r.message.meta)
     assert seen["output"] == last["output"] and seen["reference"]["kind"] == "image"

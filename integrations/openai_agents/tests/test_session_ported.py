@@ -40,6 +40,8 @@ from agents import Agent, RunConfig, RunContextWrapper, Runner, TResponseInputIt
 from agents.exceptions import InputGuardrailTripwireTriggered
 from agents.guardrail import GuardrailFunctionOutput, InputGuardrail
 from agents.memory import Session, SessionSettings
+
+# private-ok: the Agents SDK's own test imports it
 from agents.memory.session import _session_accepts_wrapper
 from agents.run_internal.session_persistence import rewind_session_items
 from agents_testing import RUNNER_METHODS, run_agent
