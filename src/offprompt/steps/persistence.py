@@ -73,6 +73,8 @@ class AsyncStateStore(Protocol):
 
 
 def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a valid run id (non-empty, no ``/``, at most 256 characters),
+    else ``NamespaceError``."""
     if not isinstance(run_id, str) or not run_id.strip():
         raise NamespaceError(f"run_id must be a non-empty string, got {run_id!r}", run_id=run_id)
     if "/" in run_id or len(run_id) > 256:
@@ -84,14 +86,18 @@ def check_run_id(run_id: str) -> str:
 
 
 def meta_key(run_id: str) -> str:
+    """The state key of a run's step-memory header."""
     return f"steps/{run_id}/meta"
 
 
 def step_key(run_id: str, index: int) -> str:
+    """The state key of a run's step ``index`` (zero-padded, so keys sort by index)."""
     return f"steps/{run_id}/{index:08d}"
 
 
 def parse_meta(meta: Any, run_id: str, session_id: str) -> tuple[int, str]:
+    """``(step count, system prompt)`` of a stored header; ``NotFoundError`` when there is
+    none, ``StorageError`` when it is corrupt or of another format."""
     if meta is None:
         raise NotFoundError(
             f"no step memory saved for run {run_id!r} in session {session_id!r}",
@@ -117,6 +123,8 @@ def parse_meta(meta: Any, run_id: str, session_id: str) -> tuple[int, str]:
 
 
 def load_step(data: Any, index: int, run_id: str) -> MemoryStep:
+    """The stored step ``index`` of ``run_id``; ``StorageError`` (or ``UnknownTypeError``)
+    naming the step when it is missing or cannot be read."""
     if data is None:
         raise StorageError(
             f"step {index} of run {run_id!r} is missing from the store", run_id=run_id
