@@ -7,5 +7,6 @@ process. ``OffpromptSessionRepository`` is what ``RepositorySessionManager`` tak
 """
 
 from offprompt_strands.storage import CONTENT_TYPE_META, OffpromptStorage
+from offprompt_strands.tools import memory_tools
 
-__all__ = ["CONTENT_TYPE_META", "OffpromptStorage"]
+__all__ = ["CONTENT_TYPE_META", "OffpromptStorage", "memory_tools"]
