@@ -61,8 +61,12 @@ class MockedSessionRepository(SessionRepository):
         if agent_id not in self.agents.get(session_id, {}):
             raise SessionException(f"Agent {agent_id} does not exists in session {session_id}")
         if message_id in self.messages.get(session_id, {}).get(agent_id, {}):
-            raise SessionException(f"Message {message_id} already exists in agent {agent_id} in session {session_id}")
-        self.messages.setdefault(session_id, {}).setdefault(agent_id, {})[message_id] = session_message
+            raise SessionException(
+                f"Message {message_id} already exists in agent {agent_id} in session {session_id}"
+            )
+        self.messages.setdefault(session_id, {}).setdefault(agent_id, {})[message_id] = (
+            session_message
+        )
 
     def read_message(self, session_id, agent_id, message_id) -> SessionMessage:
         """Read a message."""
@@ -118,6 +122,8 @@ class MockedSessionRepository(SessionRepository):
         if session_id not in self.sessions:
             raise SessionException(f"Session {session_id} does not exist")
         if multi_agent_id not in self.multi_agents.get(session_id, {}):
-            raise SessionException(f"MultiAgent {multi_agent} does not exist in session {session_id}")
+            raise SessionException(
+                f"MultiAgent {multi_agent} does not exist in session {session_id}"
+            )
         state = multi_agent.serialize_state()
         self.multi_agents[session_id][multi_agent_id] = state

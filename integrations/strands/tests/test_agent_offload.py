@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from offprompt.stores import SQLiteStore
 from offprompt_strands import OffpromptStorage, memory_tools
 from strands import Agent, tool
 from strands.types.content import Messages
 from strands.vended_plugins.context_offloader import ContextOffloader
 from strands_testing import ScriptedModel, say, tool_call
+
+from offprompt.stores import SQLiteStore
 
 NEEDLE = "ERROR disk full on node-7731"
 LOG = "\n".join(

@@ -9,12 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from offprompt.stores import SQLiteStore
 from offprompt_strands import OffpromptSessionRepository, OffpromptStorage
 from strands import Agent, tool
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.vended_plugins.context_offloader import ContextOffloader
 from strands_testing import ScriptedModel, say, tool_call
+
+from offprompt.stores import SQLiteStore
 
 BIG = "\n".join(f"row {i}: value {i * 7}" for i in range(4000))
 

@@ -8,18 +8,21 @@ Strands' ``MockedSessionRepository`` (the self-check, copied beside this file as
 file and on an offprompt ``InMemoryStore``. Agents are real Strands agents; their models
 are never called (``aws_env`` gives their default Bedrock client offline credentials).
 """
-# ruff: noqa
 # mypy: ignore-errors
 
 import copy
 from unittest.mock import Mock
 
 import pytest
-
+from offprompt_strands import OffpromptSessionRepository
 from strands.agent.agent import Agent
 from strands.agent.conversation_manager.null_conversation_manager import NullConversationManager
-from strands.agent.conversation_manager.sliding_window_conversation_manager import SlidingWindowConversationManager
-from strands.agent.conversation_manager.summarizing_conversation_manager import SummarizingConversationManager
+from strands.agent.conversation_manager.sliding_window_conversation_manager import (
+    SlidingWindowConversationManager,
+)
+from strands.agent.conversation_manager.summarizing_conversation_manager import (
+    SummarizingConversationManager,
+)
 from strands.agent.state import AgentState
 from strands.bidi.agent import BidiAgent
 from strands.hooks import AfterInvocationEvent
@@ -29,9 +32,9 @@ from strands.session.repository_session_manager import RepositorySessionManager
 from strands.types.content import ContentBlock
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage, SessionType
-from offprompt.stores import InMemoryStore
-from offprompt_strands import OffpromptSessionRepository
 from strands_mock_session_repository import MockedSessionRepository
+
+from offprompt.stores import InMemoryStore
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +117,9 @@ def test_init_uses_existing_session(mock_repository):
     mock_repository.create_session(session)
 
     # Creating manager should use existing session
-    manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Verify session used
     assert manager.session == session
@@ -143,7 +148,9 @@ def test_initialize_multiple_agents_without_id(session_manager, agent):
     # Second agent with no set agent_id should fail
     agent2 = Agent(agent_id="custom-agent")
 
-    with pytest.raises(SessionException, match="The `agent_id` of an agent must be unique in a session."):
+    with pytest.raises(
+        SessionException, match=r"The `agent_id` of an agent must be unique in a session\."
+    ):
         session_manager.initialize(agent2)
 
 
@@ -157,7 +164,9 @@ def test_initialize_restores_existing_agent(existing_session_manager, agent):
         agent_id="existing-agent",
         state={"key": "value"},
         conversation_manager_state=SlidingWindowConversationManager().get_state(),
-        _internal_state={"interrupt_state": {"interrupts": {}, "context": {"test": "init"}, "activated": False}},
+        _internal_state={
+            "interrupt_state": {"interrupts": {}, "context": {"test": "init"}, "activated": False}
+        },
     )
     existing_session_manager.session_repository.create_agent("test-session", session_agent)
 
@@ -169,7 +178,9 @@ def test_initialize_restores_existing_agent(existing_session_manager, agent):
         },
         message_id=0,
     )
-    existing_session_manager.session_repository.create_message("test-session", "existing-agent", message)
+    existing_session_manager.session_repository.create_message(
+        "test-session", "existing-agent", message
+    )
 
     # Initialize agent
     existing_session_manager.initialize(agent)
@@ -179,10 +190,14 @@ def test_initialize_restores_existing_agent(existing_session_manager, agent):
     assert len(agent.messages) == 1
     assert agent.messages[0]["role"] == "user"
     assert agent.messages[0]["content"][0]["text"] == "Hello"
-    assert agent._interrupt_state == _InterruptState(interrupts={}, context={"test": "init"}, activated=False)
+    assert agent._interrupt_state == _InterruptState(
+        interrupts={}, context={"test": "init"}, activated=False
+    )
 
 
-def test_initialize_restores_existing_agent_with_summarizing_conversation_manager(existing_session_manager):
+def test_initialize_restores_existing_agent_with_summarizing_conversation_manager(
+    existing_session_manager,
+):
     """Test that initializing an existing agent restores its state."""
     conversation_manager = SummarizingConversationManager()
     conversation_manager.removed_message_count = 1
@@ -205,9 +220,13 @@ def test_initialize_restores_existing_agent_with_summarizing_conversation_manage
         message_id=0,
     )
     # Create two messages as one will be removed by the conversation manager
-    existing_session_manager.session_repository.create_message("test-session", "existing-agent", message)
+    existing_session_manager.session_repository.create_message(
+        "test-session", "existing-agent", message
+    )
     message.message_id = 1
-    existing_session_manager.session_repository.create_message("test-session", "existing-agent", message)
+    existing_session_manager.session_repository.create_message(
+        "test-session", "existing-agent", message
+    )
 
     # Initialize agent
     agent = Agent(agent_id="existing-agent", conversation_manager=SummarizingConversationManager())
@@ -297,7 +316,9 @@ def test_initialize_skips_message_restore_for_server_managed_conversation(existi
     existing_session_manager.session_repository.create_agent("test-session", session_agent)
 
     message = SessionMessage.from_message({"role": "user", "content": [{"text": "Hello"}]}, 0)
-    existing_session_manager.session_repository.create_message("test-session", "existing-agent", message)
+    existing_session_manager.session_repository.create_message(
+        "test-session", "existing-agent", message
+    )
 
     mock_model = Mock()
     mock_model.stateful = True
@@ -306,7 +327,9 @@ def test_initialize_skips_message_restore_for_server_managed_conversation(existi
 
     assert agent.messages == []
     assert agent._model_state == {"response_id": "resp_abc123"}
-    assert existing_session_manager.session_repository.list_messages("test-session", "existing-agent") == [message]
+    assert existing_session_manager.session_repository.list_messages(
+        "test-session", "existing-agent"
+    ) == [message]
 
 
 def test_fix_broken_tool_use_adds_missing_tool_results(existing_session_manager):
@@ -324,7 +347,15 @@ def test_fix_broken_tool_use_adds_missing_tool_results(existing_session_manager)
     broken_messages = [
         {
             "role": "assistant",
-            "content": [{"toolUse": {"toolUseId": "orphaned-123", "name": "test_tool", "input": {"input": "test"}}}],
+            "content": [
+                {
+                    "toolUse": {
+                        "toolUseId": "orphaned-123",
+                        "name": "test_tool",
+                        "input": {"input": "test"},
+                    }
+                }
+            ],
         },
         {"role": "user", "content": [{"text": "Some other message"}]},
     ]
@@ -349,7 +380,10 @@ def test_fix_broken_tool_use_adds_missing_tool_results(existing_session_manager)
     assert "toolResult" in fixed_messages[1]["content"][0]
     assert fixed_messages[1]["content"][0]["toolResult"]["toolUseId"] == "orphaned-123"
     assert fixed_messages[1]["content"][0]["toolResult"]["status"] == "error"
-    assert fixed_messages[1]["content"][0]["toolResult"]["content"][0]["text"] == "Tool was interrupted."
+    assert (
+        fixed_messages[1]["content"][0]["toolResult"]["content"][0]["text"]
+        == "Tool was interrupted."
+    )
     # The synthesized message is spliced into history outside the append chokepoint, so it must
     # still carry a durable tracking id like any other message.
     assert isinstance(fixed_messages[1].get("tracking_id"), str)
@@ -371,14 +405,32 @@ def test_fix_broken_tool_use_extends_partial_tool_results(existing_session_manag
         {
             "role": "assistant",
             "content": [
-                {"toolUse": {"toolUseId": "complete-123", "name": "test_tool", "input": {"input": "test1"}}},
-                {"toolUse": {"toolUseId": "missing-456", "name": "test_tool", "input": {"input": "test2"}}},
+                {
+                    "toolUse": {
+                        "toolUseId": "complete-123",
+                        "name": "test_tool",
+                        "input": {"input": "test1"},
+                    }
+                },
+                {
+                    "toolUse": {
+                        "toolUseId": "missing-456",
+                        "name": "test_tool",
+                        "input": {"input": "test2"},
+                    }
+                },
             ],
         },
         {
             "role": "user",
             "content": [
-                {"toolResult": {"toolUseId": "complete-123", "status": "success", "content": [{"text": "result"}]}}
+                {
+                    "toolResult": {
+                        "toolUseId": "complete-123",
+                        "status": "success",
+                        "content": [{"text": "result"}],
+                    }
+                }
             ],
         },
     ]
@@ -406,7 +458,9 @@ def test_fix_broken_tool_use_extends_partial_tool_results(existing_session_manag
     assert tool_use_ids == {"complete-123", "missing-456"}
 
     # Check the added toolResult has correct properties
-    missing_result = next(tr for tr in fixed_messages[1]["content"] if tr["toolResult"]["toolUseId"] == "missing-456")
+    missing_result = next(
+        tr for tr in fixed_messages[1]["content"] if tr["toolResult"]["toolUseId"] == "missing-456"
+    )
     assert missing_result["toolResult"]["status"] == "error"
     assert missing_result["toolResult"]["content"][0]["text"] == "Tool was interrupted."
 
@@ -417,14 +471,32 @@ def test_fix_broken_tool_use_removes_stale_tool_results(session_manager):
         {
             "role": "assistant",
             "content": [
-                {"toolUse": {"toolUseId": "valid-123", "name": "test_tool", "input": {"input": "test"}}},
+                {
+                    "toolUse": {
+                        "toolUseId": "valid-123",
+                        "name": "test_tool",
+                        "input": {"input": "test"},
+                    }
+                },
             ],
         },
         {
             "role": "user",
             "content": [
-                {"toolResult": {"toolUseId": "stale-999", "status": "success", "content": [{"text": "stale"}]}},
-                {"toolResult": {"toolUseId": "valid-123", "status": "success", "content": [{"text": "result"}]}},
+                {
+                    "toolResult": {
+                        "toolUseId": "stale-999",
+                        "status": "success",
+                        "content": [{"text": "stale"}],
+                    }
+                },
+                {
+                    "toolResult": {
+                        "toolUseId": "valid-123",
+                        "status": "success",
+                        "content": [{"text": "result"}],
+                    }
+                },
             ],
         },
         {"role": "user", "content": [{"text": "Final message"}]},
@@ -434,7 +506,13 @@ def test_fix_broken_tool_use_removes_stale_tool_results(session_manager):
 
     assert len(fixed_messages) == 3
     assert fixed_messages[1]["content"] == [
-        {"toolResult": {"toolUseId": "valid-123", "status": "success", "content": [{"text": "result"}]}}
+        {
+            "toolResult": {
+                "toolUseId": "valid-123",
+                "status": "success",
+                "content": [{"text": "result"}],
+            }
+        }
     ]
 
 
@@ -454,8 +532,20 @@ def test_fix_broken_tool_use_handles_multiple_orphaned_tools(existing_session_ma
         {
             "role": "assistant",
             "content": [
-                {"toolUse": {"toolUseId": "orphaned-123", "name": "test_tool", "input": {"input": "test1"}}},
-                {"toolUse": {"toolUseId": "orphaned-456", "name": "test_tool", "input": {"input": "test2"}}},
+                {
+                    "toolUse": {
+                        "toolUseId": "orphaned-123",
+                        "name": "test_tool",
+                        "input": {"input": "test1"},
+                    }
+                },
+                {
+                    "toolUse": {
+                        "toolUseId": "orphaned-456",
+                        "name": "test_tool",
+                        "input": {"input": "test2"},
+                    }
+                },
             ],
         },
         {"role": "user", "content": [{"text": "Next message"}]},
@@ -491,7 +581,13 @@ def test_fix_broken_tool_use_ignores_last_message(session_manager):
         {
             "role": "assistant",
             "content": [
-                {"toolUse": {"toolUseId": "last-message-123", "name": "test_tool", "input": {"input": "test"}}}
+                {
+                    "toolUse": {
+                        "toolUseId": "last-message-123",
+                        "name": "test_tool",
+                        "input": {"input": "test"},
+                    }
+                }
             ],
         },
     ]
@@ -509,7 +605,13 @@ def test_fix_broken_tool_use_ignores_single_orphaned_tool_use(session_manager):
         {
             "role": "assistant",
             "content": [
-                {"toolUse": {"toolUseId": "only-message-123", "name": "test_tool", "input": {"input": "test"}}}
+                {
+                    "toolUse": {
+                        "toolUseId": "only-message-123",
+                        "name": "test_tool",
+                        "input": {"input": "test"},
+                    }
+                }
             ],
         },
     ]
@@ -531,11 +633,27 @@ def test_fix_broken_tool_use_consecutive_orphaned_tool_uses(session_manager):
     tru_messages = [
         {
             "role": "assistant",
-            "content": [{"toolUse": {"toolUseId": "first-123", "name": "test_tool", "input": {"input": "test1"}}}],
+            "content": [
+                {
+                    "toolUse": {
+                        "toolUseId": "first-123",
+                        "name": "test_tool",
+                        "input": {"input": "test1"},
+                    }
+                }
+            ],
         },
         {
             "role": "assistant",
-            "content": [{"toolUse": {"toolUseId": "second-456", "name": "test_tool", "input": {"input": "test2"}}}],
+            "content": [
+                {
+                    "toolUse": {
+                        "toolUseId": "second-456",
+                        "name": "test_tool",
+                        "input": {"input": "test2"},
+                    }
+                }
+            ],
         },
         {"role": "user", "content": [{"text": "Next message"}]},
     ]
@@ -588,13 +706,25 @@ def test_fix_broken_tool_use_does_not_change_valid_message(session_manager):
         {
             "role": "assistant",
             "content": [
-                {"toolUse": {"toolUseId": "last-message-123", "name": "test_tool", "input": {"input": "test"}}}
+                {
+                    "toolUse": {
+                        "toolUseId": "last-message-123",
+                        "name": "test_tool",
+                        "input": {"input": "test"},
+                    }
+                }
             ],
         },
         {
             "role": "user",
             "content": [
-                {"toolResult": {"toolUseId": "last-message-123", "input": {"input": "test"}, "status": "success"}}
+                {
+                    "toolResult": {
+                        "toolUseId": "last-message-123",
+                        "input": {"input": "test"},
+                        "status": "success",
+                    }
+                }
             ],
         },
     ]
@@ -650,7 +780,9 @@ def test_initialize_with_bidi_restores_existing(existing_session_manager, mock_b
 
     # Add messages
     msg1 = SessionMessage.from_message({"role": "user", "content": [{"text": "Message 1"}]}, 0)
-    msg2 = SessionMessage.from_message({"role": "assistant", "content": [{"text": "Response 1"}]}, 1)
+    msg2 = SessionMessage.from_message(
+        {"role": "assistant", "content": [{"text": "Response 1"}]}, 1
+    )
     existing_session_manager.session_repository.create_message("test-session", "bidi-agent-1", msg1)
     existing_session_manager.session_repository.create_message("test-session", "bidi-agent-1", msg2)
 
@@ -721,7 +853,9 @@ def test_bidi_agent_unique_id_constraint(session_manager, mock_bidi_agent):
     agent2.messages = []
     agent2.state = AgentState({})
 
-    with pytest.raises(SessionException, match="The `agent_id` of an agent must be unique in a session."):
+    with pytest.raises(
+        SessionException, match=r"The `agent_id` of an agent must be unique in a session\."
+    ):
         session_manager.initialize(agent2)
 
 
@@ -737,8 +871,12 @@ def test_bidi_agent_messages_with_offset_zero(existing_session_manager, mock_bid
 
     # Add 5 messages
     for i in range(5):
-        msg = SessionMessage.from_message({"role": "user", "content": [{"text": f"Message {i}"}]}, i)
-        existing_session_manager.session_repository.create_message("test-session", "bidi-agent-1", msg)
+        msg = SessionMessage.from_message(
+            {"role": "user", "content": [{"text": f"Message {i}"}]}, i
+        )
+        existing_session_manager.session_repository.create_message(
+            "test-session", "bidi-agent-1", msg
+        )
 
     # Initialize agent
     existing_session_manager.initialize(mock_bidi_agent)
@@ -823,7 +961,9 @@ def test_fix_broken_tool_use_does_not_affect_normal_conversations(session_manage
 
 def test_sync_agent_skips_update_when_state_not_dirty_and_internal_state_unchanged(mock_repository):
     """Test that sync_agent() skips update_agent() when state is not dirty and internal state unchanged."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -852,7 +992,9 @@ def test_sync_agent_skips_update_when_state_not_dirty_and_internal_state_unchang
 
 def test_sync_agent_calls_update_when_state_is_dirty(mock_repository):
     """Test that sync_agent() calls update_agent() when agent.state is dirty."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -881,7 +1023,9 @@ def test_sync_agent_calls_update_when_state_is_dirty(mock_repository):
 
 def test_sync_agent_calls_update_when_internal_state_changed(mock_repository):
     """Test that sync_agent() calls update_agent() when internal state (interrupt_state) is dirty."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -910,7 +1054,9 @@ def test_sync_agent_calls_update_when_internal_state_changed(mock_repository):
 
 def test_sync_agent_calls_update_when_conversation_manager_state_changed(mock_repository):
     """Test that sync_agent() calls update_agent() when conversation manager state changed."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -939,7 +1085,9 @@ def test_sync_agent_calls_update_when_conversation_manager_state_changed(mock_re
 
 def test_sync_agent_calls_update_when_model_state_changed(mock_repository):
     """Test that sync_agent() calls update_agent() when model state changed."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -968,7 +1116,9 @@ def test_sync_agent_calls_update_when_model_state_changed(mock_repository):
 
 def test_sync_agent_tracks_version_after_successful_sync(mock_repository):
     """Test that sync_agent() tracks version after successful sync."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -1003,7 +1153,9 @@ def test_sync_agent_tracks_version_after_successful_sync(mock_repository):
 
 def test_sync_agent_retries_on_failure(mock_repository):
     """Test that sync_agent() retries on next call if update_agent() fails."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -1026,7 +1178,9 @@ def test_sync_agent_retries_on_failure(mock_repository):
 
     # Restore working update_agent
     update_agent_calls = []
-    original_update_agent = type(mock_repository).update_agent  # (ported: was MockedSessionRepository's)
+    original_update_agent = type(
+        mock_repository
+    ).update_agent  # (ported: was MockedSessionRepository's)
 
     def tracking_update_agent(self, session_id, session_agent):
         update_agent_calls.append((session_id, session_agent))
@@ -1041,7 +1195,9 @@ def test_sync_agent_retries_on_failure(mock_repository):
 
 def test_sync_agent_first_sync_always_updates(mock_repository):
     """Test that the first sync_agent() call always updates (no previous state to compare)."""
-    session_manager = RepositorySessionManager(session_id="test-session", session_repository=mock_repository)
+    session_manager = RepositorySessionManager(
+        session_id="test-session", session_repository=mock_repository
+    )
 
     # Create and initialize agent
     agent = Agent(agent_id="test-agent", session_manager=session_manager)
@@ -1084,7 +1240,9 @@ def test_is_new_session_false_when_session_exists(mock_repository):
     mock_repository.create_session(session)
 
     # Creating manager should set _is_new_session to False
-    manager = RepositorySessionManager(session_id="existing-session", session_repository=mock_repository)
+    manager = RepositorySessionManager(
+        session_id="existing-session", session_repository=mock_repository
+    )
 
     assert manager._is_new_session is False
 
@@ -1120,7 +1278,9 @@ def test_initialize_calls_read_agent_for_existing_session(mock_repository):
     mock_repository.create_session(session)
 
     # Create manager (existing session)
-    manager = RepositorySessionManager(session_id="existing-session", session_repository=mock_repository)
+    manager = RepositorySessionManager(
+        session_id="existing-session", session_repository=mock_repository
+    )
     assert manager._is_new_session is False
 
     # Track read_agent calls
@@ -1178,7 +1338,9 @@ def test_initialize_with_bidi_calls_read_agent_for_existing_session(mock_reposit
     mock_repository.create_session(session)
 
     # Create manager (existing session)
-    manager = RepositorySessionManager(session_id="existing-session", session_repository=mock_repository)
+    manager = RepositorySessionManager(
+        session_id="existing-session", session_repository=mock_repository
+    )
     assert manager._is_new_session is False
 
     # Track read_agent calls
@@ -1240,7 +1402,9 @@ def test_initialize_multi_agent_calls_read_for_existing_session(mock_repository)
     mock_repository.create_session(session)
 
     # Create manager (existing session)
-    manager = RepositorySessionManager(session_id="existing-session", session_repository=mock_repository)
+    manager = RepositorySessionManager(
+        session_id="existing-session", session_repository=mock_repository
+    )
     assert manager._is_new_session is False
 
     # Track read_multi_agent calls
@@ -1353,10 +1517,21 @@ def test_fix_broken_tool_use_keeps_paired_tool_result_after_a_text_turn(session_
     """A toolResult that does follow a toolUse is left alone."""
     messages = [
         {"role": "user", "content": [{"text": "What is the weather?"}]},
-        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "abc", "name": "weather", "input": {}}}]},
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "abc", "name": "weather", "input": {}}}],
+        },
         {
             "role": "user",
-            "content": [{"toolResult": {"toolUseId": "abc", "status": "success", "content": [{"text": "sunny"}]}}],
+            "content": [
+                {
+                    "toolResult": {
+                        "toolUseId": "abc",
+                        "status": "success",
+                        "content": [{"text": "sunny"}],
+                    }
+                }
+            ],
         },
         {"role": "assistant", "content": [{"text": "It is sunny."}]},
     ]
@@ -1393,7 +1568,9 @@ def test_restore_after_redacting_alias_records_returns_redacted_conversation(tmp
 
     # Simulate a new process: fresh manager and agent over the same storage directory.
     sm2 = FileSessionManager(session_id="s", storage_dir=str(tmp_path))
-    restored = Agent(agent_id="a", conversation_manager=NullConversationManager(), session_manager=sm2)
+    restored = Agent(
+        agent_id="a", conversation_manager=NullConversationManager(), session_manager=sm2
+    )
 
     assert len(restored.messages) == 2
     assert restored.messages[0]["content"] == [{"text": "[redacted]"}]

@@ -17,13 +17,14 @@ from typing import Any
 from unittest.mock import Mock
 
 import pytest
-from offprompt.stores import InMemoryStore
 from offprompt_strands import OffpromptSessionRepository
 from strands.agent.conversation_manager.null_conversation_manager import NullConversationManager
 from strands.session.file_session_manager import FileSessionManager
 from strands.types.content import ContentBlock
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage, SessionType
+
+from offprompt.stores import InMemoryStore
 
 KINDS = ["file", "offprompt-sqlite", "offprompt-memory"]
 
@@ -111,7 +112,10 @@ def test_read_nonexistent_session(file_manager: Any) -> None:
 
 
 def test_delete_session(
-    file_manager: Any, sample_session: Session, sample_agent: SessionAgent, sample_message: SessionMessage
+    file_manager: Any,
+    sample_session: Session,
+    sample_agent: SessionAgent,
+    sample_message: SessionMessage,
 ) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
@@ -153,7 +157,9 @@ def test_read_nonexistent_agent(file_manager: Any, sample_session: Session) -> N
     assert file_manager.read_agent(sample_session.session_id, "nonexistent_agent") is None
 
 
-def test_update_agent(file_manager: Any, sample_session: Session, sample_agent: SessionAgent) -> None:
+def test_update_agent(
+    file_manager: Any, sample_session: Session, sample_agent: SessionAgent
+) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
     created_at = sample_agent.created_at
@@ -171,7 +177,9 @@ def test_update_nonexistent_agent(
     file_manager: Any, sample_session: Session, sample_agent: SessionAgent
 ) -> None:
     file_manager.create_session(sample_session)
-    with pytest.raises(SessionException, match="Agent test-agent in session test-session does not exist"):
+    with pytest.raises(
+        SessionException, match="Agent test-agent in session test-session does not exist"
+    ):
         file_manager.update_agent(sample_session.session_id, sample_agent)
 
 
@@ -198,14 +206,22 @@ def test_message_durable_id_persists(
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
     message = SessionMessage.from_message(
-        message={"role": "user", "content": [ContentBlock(text="Hello")], "tracking_id": "durable-1"},
+        message={
+            "role": "user",
+            "content": [ContentBlock(text="Hello")],
+            "tracking_id": "durable-1",
+        },
         index=0,
     )
     file_manager.create_message(sample_session.session_id, sample_agent.agent_id, message)
 
-    again = reopen().read_message(sample_session.session_id, sample_agent.agent_id, message.message_id)
+    again = reopen().read_message(
+        sample_session.session_id, sample_agent.agent_id, message.message_id
+    )
     assert again.to_dict()["message"]["tracking_id"] == "durable-1"
-    result = file_manager.read_message(sample_session.session_id, sample_agent.agent_id, message.message_id)
+    result = file_manager.read_message(
+        sample_session.session_id, sample_agent.agent_id, message.message_id
+    )
     assert result.to_message()["tracking_id"] == "durable-1"
 
 
@@ -224,7 +240,10 @@ def test_message_with_bytes_round_trips(
 
 
 def test_read_message(
-    file_manager: Any, sample_session: Session, sample_agent: SessionAgent, sample_message: SessionMessage
+    file_manager: Any,
+    sample_session: Session,
+    sample_agent: SessionAgent,
+    sample_message: SessionMessage,
 ) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
@@ -266,7 +285,9 @@ def _texts(messages: list[SessionMessage]) -> list[str]:
     return [m.message["content"][0]["text"] for m in messages]
 
 
-def test_list_messages_all(file_manager: Any, sample_session: Session, sample_agent: SessionAgent) -> None:
+def test_list_messages_all(
+    file_manager: Any, sample_session: Session, sample_agent: SessionAgent
+) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
     _create_messages(file_manager, sample_session, sample_agent, 5)
@@ -306,7 +327,9 @@ def test_list_messages_with_offset(
     result = file_manager.list_messages(sample_session.session_id, sample_agent.agent_id, offset=5)
     assert len(result) == 5
     assert _texts(result)[0] == "Message 5"
-    both = file_manager.list_messages(sample_session.session_id, sample_agent.agent_id, limit=2, offset=7)
+    both = file_manager.list_messages(
+        sample_session.session_id, sample_agent.agent_id, limit=2, offset=7
+    )
     assert _texts(both) == ["Message 7", "Message 8"]
 
 
@@ -322,13 +345,17 @@ def test_list_messages_of_unknown_agent_raises(file_manager: Any, sample_session
     """(Added) the source's error for an agent never created."""
     file_manager.create_session(sample_session)
     with pytest.raises(
-        SessionException, match="Messages directory missing from agent: ghost in session test-session"
+        SessionException,
+        match="Messages directory missing from agent: ghost in session test-session",
     ):
         file_manager.list_messages(sample_session.session_id, "ghost")
 
 
 def test_update_message(
-    file_manager: Any, sample_session: Session, sample_agent: SessionAgent, sample_message: SessionMessage
+    file_manager: Any,
+    sample_session: Session,
+    sample_agent: SessionAgent,
+    sample_message: SessionMessage,
 ) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
@@ -344,23 +371,32 @@ def test_update_message(
 
 
 def test_update_nonexistent_message(
-    file_manager: Any, sample_session: Session, sample_agent: SessionAgent, sample_message: SessionMessage
+    file_manager: Any,
+    sample_session: Session,
+    sample_agent: SessionAgent,
+    sample_message: SessionMessage,
 ) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_agent(sample_session.session_id, sample_agent)
     with pytest.raises(SessionException, match="Message 0 does not exist"):
-        file_manager.update_message(sample_session.session_id, sample_agent.agent_id, sample_message)
+        file_manager.update_message(
+            sample_session.session_id, sample_agent.agent_id, sample_message
+        )
 
 
 @pytest.mark.parametrize("session_id", ["a/../b", "a/b"])
 def test_invalid_session_id(session_id: str, file_manager: Any) -> None:
-    with pytest.raises(ValueError, match=f"session_id={session_id} | id cannot contain path separators"):
+    with pytest.raises(
+        ValueError, match=f"session_id={session_id} | id cannot contain path separators"
+    ):
         file_manager.read_session(session_id)
 
 
 @pytest.mark.parametrize("agent_id", ["a/../b", "a/b"])
 def test_invalid_agent_id(agent_id: str, file_manager: Any) -> None:
-    with pytest.raises(ValueError, match=f"agent_id={agent_id} | id cannot contain path separators"):
+    with pytest.raises(
+        ValueError, match=f"agent_id={agent_id} | id cannot contain path separators"
+    ):
         file_manager.read_agent("session1", agent_id)
 
 
@@ -383,7 +419,9 @@ def test_create_multi_agent(
     assert data["state"] == mock_multi_agent.state
 
 
-def test_read_multi_agent(file_manager: Any, sample_session: Session, mock_multi_agent: Mock) -> None:
+def test_read_multi_agent(
+    file_manager: Any, sample_session: Session, mock_multi_agent: Mock
+) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_multi_agent(sample_session.session_id, mock_multi_agent)
     result = file_manager.read_multi_agent(sample_session.session_id, mock_multi_agent.id)
@@ -395,13 +433,18 @@ def test_read_nonexistent_multi_agent(file_manager: Any, sample_session: Session
     assert file_manager.read_multi_agent(sample_session.session_id, "nonexistent") is None
 
 
-def test_update_multi_agent(file_manager: Any, sample_session: Session, mock_multi_agent: Mock) -> None:
+def test_update_multi_agent(
+    file_manager: Any, sample_session: Session, mock_multi_agent: Mock
+) -> None:
     file_manager.create_session(sample_session)
     file_manager.create_multi_agent(sample_session.session_id, mock_multi_agent)
 
     updated_mock = Mock()
     updated_mock.id = mock_multi_agent.id
-    updated_mock.serialize_state.return_value = {"id": mock_multi_agent.id, "state": {"updated": "value"}}
+    updated_mock.serialize_state.return_value = {
+        "id": mock_multi_agent.id,
+        "state": {"updated": "value"},
+    }
     file_manager.update_multi_agent(sample_session.session_id, updated_mock)
 
     result = file_manager.read_multi_agent(sample_session.session_id, mock_multi_agent.id)
@@ -413,7 +456,9 @@ def test_update_nonexistent_multi_agent(file_manager: Any, sample_session: Sessi
     nonexistent_mock = Mock()
     nonexistent_mock.id = "nonexistent"
     nonexistent_mock.serialize_state.return_value = {"id": "nonexistent", "state": {}}
-    with pytest.raises(SessionException, match="MultiAgent state nonexistent in session test-session"):
+    with pytest.raises(
+        SessionException, match="MultiAgent state nonexistent in session test-session"
+    ):
         file_manager.update_multi_agent(sample_session.session_id, nonexistent_mock)
 
 
@@ -422,7 +467,9 @@ def test_sessions_are_isolated(file_manager: Any, sample_agent: SessionAgent) ->
     for sid in ("alpha", "beta"):
         file_manager.create_session(Session(session_id=sid, session_type=SessionType.AGENT))
         file_manager.create_agent(sid, sample_agent)
-    message = SessionMessage(message={"role": "user", "content": [ContentBlock(text="a")]}, message_id=0)
+    message = SessionMessage(
+        message={"role": "user", "content": [ContentBlock(text="a")]}, message_id=0
+    )
     file_manager.create_message("alpha", sample_agent.agent_id, message)
     assert len(file_manager.list_messages("alpha", sample_agent.agent_id)) == 1
     assert file_manager.list_messages("beta", sample_agent.agent_id) == []

@@ -6,12 +6,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from offprompt_strands import CONTENT_TYPE_META, OffpromptStorage, memory_tools
+from strands.vended_plugins.context_offloader import InMemoryStorage
+
 from offprompt.artifacts import TextArtifact
 from offprompt.errors import NamespaceError, ValidationError
 from offprompt.stores import SQLiteStore
 from offprompt.task_memory import TaskMemory
-from offprompt_strands import CONTENT_TYPE_META, OffpromptStorage, memory_tools
-from strands.vended_plugins.context_offloader import InMemoryStorage
 
 
 @pytest.fixture
@@ -123,9 +124,11 @@ def test_bad_store_arguments(storage: OffpromptStorage, args: tuple, message: st
 
 
 def test_bad_construction(tmp_path: Path) -> None:
-    with TaskMemory() as memory:
-        with pytest.raises(ValidationError, match="at most one of memory, path and store"):
-            OffpromptStorage(memory, path=tmp_path)
+    with (
+        TaskMemory() as memory,
+        pytest.raises(ValidationError, match="at most one of memory, path and store"),
+    ):
+        OffpromptStorage(memory, path=tmp_path)
     with pytest.raises(ValidationError, match="must be an offprompt TaskMemory"):
         OffpromptStorage("memory")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="prefix must be a non-empty str"):

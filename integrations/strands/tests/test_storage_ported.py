@@ -18,14 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offprompt.stores import SQLiteStore
 from offprompt_strands import OffpromptStorage
 from strands.vended_plugins.context_offloader import FileStorage, InMemoryStorage
+
+from offprompt.stores import SQLiteStore
 
 Factory = Callable[[], Any]
 
 
-@pytest.fixture(params=["strands-memory", "strands-file", "offprompt", "offprompt-path", "offprompt-sqlite"])
+@pytest.fixture(
+    params=["strands-memory", "strands-file", "offprompt", "offprompt-path", "offprompt-sqlite"]
+)
 def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
     """``make_storage()``: a new storage instance on this test's one backing place."""
     opened: list[Any] = []
