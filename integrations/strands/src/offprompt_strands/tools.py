@@ -53,7 +53,9 @@ def memory_tools(
             (``summarizer``, ``max_output_tokens``, ``top_n``, ``summary_tokens``).
 
     Example:
-        >>> [tool.tool_name for tool in memory_tools(TaskMemory())][:3]
+        >>> memory = TaskMemory()
+        >>> [tool.tool_name for tool in memory_tools(memory)][:3]
         ['query_memory', 'grep_memory', 'read_memory']
+        >>> memory.close()
     """
     return [_strands_tool(spec) for spec in memory_tool_specs(task_memory, **options)]
