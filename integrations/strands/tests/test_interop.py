@@ -104,6 +104,7 @@ def test_agent_messages_round_trip_exactly(tmp_path: Path) -> None:
     messages = messages_from_strands(original)
     assert json.dumps(messages_to_strands(messages)) == json.dumps(original)
     # and they are real offprompt messages, not opaque copies
+    assert not [m for m in messages if "message" in m.meta.get(RESERVED, {})]
     roles = [m.role for m in messages]
     assert roles[:4] == ["user", "assistant", "tool", "tool"]
     assert [c.name for c in messages[1].tool_calls] == ["add", "chart"]
@@ -119,6 +120,7 @@ def test_session_files_round_trip_exactly(tmp_path: Path) -> None:
     assert len(records) == 6
     messages = messages_from_strands(records)
     assert json.dumps(messages_to_session_messages(messages)) == json.dumps(records)
+    assert not [m for m in messages if "message" in m.meta.get(RESERVED, {})]
     assert messages[0].created_at.isoformat() == records[0]["created_at"]
 
 
