@@ -284,3 +284,16 @@ def test_foreign_messages_are_written_as_strands_accepts_them() -> None:
 def test_bad_input_is_refused_clearly(data: list, message: str) -> None:
     with pytest.raises(DeserializationError, match=message):
         messages_from_strands(data)
+
+
+def test_the_cli_format_reads_and_writes_strands_json() -> None:
+    from offprompt.cli.formats import FORMATS, sniff
+
+    plain = [r["message"] for r in RECORDS]
+    assert sniff(json.dumps(RECORDS)) == sniff(json.dumps(plain)) == "strands"
+    assert sniff(json.dumps([{"role": "user", "content": "hi"}])) == "openai-agents"
+    report = ConversionReport()
+    sessions = FORMATS["strands"].read(json.dumps(RECORDS), report)
+    assert report.converted == 7
+    written = FORMATS["strands"].write({"s": sessions[None]}, ConversionReport())
+    assert json.loads(written) == plain
