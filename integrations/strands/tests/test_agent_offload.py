@@ -86,8 +86,10 @@ def _check(model: ScriptedModel, agent: Agent, answer: str, storage: OffpromptSt
     assert "Node 7731 ran out of disk." in answer
     assert len(model.calls) == 4
     sent = model.sent_text()
-    assert "INFO request 2999 served" not in sent  # the log's tail never reached the model
-    assert "INFO request 1500 served" not in sent
+    # The model saw a preview (its head, and from strands-agents 1.65 its tail), never the body.
+    for middle in (1000, 1500, 2000):
+        assert f"INFO request {middle} served" not in sent
+    assert len(_tool_result_text(agent.messages, "tooluse_fetch")) < len(LOG) // 10
     reference = _reference(model.calls[1])
     assert "[Offloaded:" in _tool_result_text(agent.messages, "tooluse_fetch")
     assert NEEDLE in _tool_result_text(agent.messages, "tooluse_retrieve")

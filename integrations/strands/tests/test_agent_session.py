@@ -91,7 +91,8 @@ def test_offloaded_session_keeps_the_reference_not_the_output(tmp_path: Path) ->
         agent = _agent(repo, model, tools=[dump_table], plugins=[offloader])
         agent("How many rows?")
         stored = repr([m.to_dict() for m in repo.list_messages("user-42", "helper")])
-        assert "row 3999" not in stored
+        assert "row 2000:" not in stored  # (a preview shows the head, and the tail from 1.65)
+        assert len(stored) < len(BIG) // 5
         assert "[Offloaded:" in stored
         namespaces = [ns for ns in storage.memory.namespaces() if ns.startswith("strands-")]
         assert len(namespaces) == 1
