@@ -163,7 +163,8 @@ test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(DEEPAGENTS_FILES) $(DEEPAGENTS_NODES)
 
 # Strands Agents (offprompt-strands): its own virtualenv, as strands-agents' pins may
-# conflict with the main one's. Not part of `make test`: run it with `make test-strands`.
+# conflict with the main one's. Not part of `make test`: run it with `make test-strands`
+# (mypy of the adapter against the installed strands, then its tests and doctests).
 STRANDS_VENV := .venv-strands
 STRANDS_STAMP := $(STRANDS_VENV)/.installed-stamp
 $(STRANDS_STAMP): $(STAMP) pyproject.toml integrations/strands/pyproject.toml
@@ -174,5 +175,7 @@ $(STRANDS_STAMP): $(STAMP) pyproject.toml integrations/strands/pyproject.toml
 	touch $@
 
 test-strands: $(STRANDS_STAMP)
+	$(BIN)/mypy --config-file integrations/mypy.ini --python-executable $(STRANDS_VENV)/bin/python \
+		integrations/strands/src
 	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/strands/tests \
 		integrations/strands/tests integrations/strands/src
