@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings
+.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-strands
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -76,7 +76,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(LOWEST) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) $(STRANDS_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -90,7 +90,7 @@ test: $(NETNS_STAMP)
 # What a registry would get: build the four distributions (sdist + wheel), check them as
 # a registry does, then install each alone from the built wheels into an empty virtualenv
 # and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
-DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/strands
 dist-check: setup
 	rm -rf dist
 	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
@@ -161,3 +161,21 @@ test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 	$(BIN)/uv pip install --quiet --resolution lowest-direct --python $(LOWEST)/bin/python -e "integrations/langchain[agents,deepagents]"
 	@$(LOWEST)/bin/python -c 'import importlib.metadata as m, sys; print("with deepagents:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))' deepagents langchain-core langchain langgraph langgraph-checkpoint
 	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(DEEPAGENTS_FILES) $(DEEPAGENTS_NODES)
+
+# Strands Agents (offprompt-strands): its own virtualenv, as strands-agents' pins may
+# conflict with the main one's. Not part of `make test`: run it with `make test-strands`
+# (mypy of the adapter against the installed strands, then its tests and doctests).
+STRANDS_VENV := .venv-strands
+STRANDS_STAMP := $(STRANDS_VENV)/.installed-stamp
+$(STRANDS_STAMP): $(STAMP) pyproject.toml integrations/strands/pyproject.toml
+	rm -rf $(STRANDS_VENV)
+	$(BIN)/uv venv --quiet --python $(BIN)/python $(STRANDS_VENV)
+	$(BIN)/uv pip install --quiet --python $(STRANDS_VENV)/bin/python -e ".[mcp]" -e integrations/strands \
+		pytest pytest-asyncio pytest-timeout pytest-socket
+	touch $@
+
+test-strands: $(STRANDS_STAMP)
+	$(BIN)/mypy --config-file integrations/mypy.ini --python-executable $(STRANDS_VENV)/bin/python \
+		integrations/strands/src
+	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/strands/tests \
+		integrations/strands/tests integrations/strands/src

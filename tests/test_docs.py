@@ -68,6 +68,7 @@ SNIPPET_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 NO_RUN_MARK = re.compile(r"^<!--\s*no-run:\s*(.+?)\s*-->\s*$")
 NO_RUN = {
     "docs/operations/several-machines.md": 1,  # a PostgreSQL server and a Qdrant server
+    "docs/guides/strands.md": 2,  # strands-agents, in its own venv (make test-strands)
 }
 
 

@@ -44,6 +44,7 @@ from offprompt.interop.openai_agents import (
     write_sqlite_sessions,
 )
 from offprompt.interop.report import ConversionReport
+from offprompt.interop.strands import messages_from_strands, messages_to_strands
 from offprompt.messages import Message
 
 __all__ = ["FORMATS", "Format", "Sessions", "sniff"]
@@ -179,6 +180,21 @@ def _write_agents_sqlite(
     return write_sqlite_sessions(path, sessions, report)
 
 
+# -- Strands Agents ---------------------------------------------------------------------
+def _read_strands(text: str, report: ConversionReport) -> Sessions:
+    messages = messages_from_strands(loads_json(text, what="Strands messages"))
+    report.source, report.target = report.source or "strands", report.target or "offprompt"
+    report.converted += len(messages)
+    return {None: messages}
+
+
+def _write_strands(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    messages = _only(sessions)
+    report.source, report.target = report.source or "offprompt", report.target or "strands"
+    report.converted += len(messages)
+    return _dump(messages_to_strands(messages, report=report))
+
+
 def _binary(text: str, report: ConversionReport) -> Sessions:
     raise DeserializationError("a binary format is read from its file, not from text")
 
@@ -196,6 +212,7 @@ FORMATS: dict[str, Format] = {
         Format("llamaindex-chatstore", True, _read_chatstore, _write_chatstore),
         Format("griptape", False, _read_griptape, _write_griptape),
         Format("openai-agents", False, _read_agents, _write_agents),
+        Format("strands", False, _read_strands, _write_strands),
         Format(
             "openai-agents-sqlite",
             True,
@@ -244,11 +261,26 @@ def sniff(text: str) -> str | None:
             return "langchain"
         if "role" in head and ("blocks" in head or "additional_kwargs" in head):
             return "llamaindex"
+        if _looks_like_strands(head):
+            return "strands"
         if "role" in head and "content" in head and "created_at" not in head:
             return "openai-agents"
         if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
             return "openai-agents"
     return None
+
+
+def _looks_like_strands(head: dict[str, Any]) -> bool:
+    """A Strands message (or ``SessionMessage.to_dict()``): content blocks without a "type"."""
+    if "message_id" in head and isinstance(head.get("message"), dict):
+        return True
+    content = head.get("content")
+    return (
+        head.get("role") in ("user", "assistant")
+        and isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b and "type" not in b for b in content)
+    )
 
 
 def _looks_like_message(document: Any) -> bool:
