@@ -10,7 +10,7 @@ function of the request returning one of those (to answer from what a tool retur
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import Any, Union
+from typing import Any
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -21,7 +21,7 @@ from pydantic import Field
 __all__ = ["ScriptedLlm", "Step", "function_call", "function_responses"]
 
 #: One model turn of the script.
-Step = Union[LlmResponse, types.Part, str, Callable[[LlmRequest], Any]]
+Step = LlmResponse | types.Part | str | Callable[[LlmRequest], Any]
 
 
 def function_call(name: str, args: dict[str, Any] | None = None) -> types.Part:
