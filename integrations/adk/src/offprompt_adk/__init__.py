@@ -9,5 +9,6 @@ and memory services on an offprompt store (a SQLite file by default). ``Scripted
 """
 
 from offprompt_adk.plugin import MemoryTool, OffpromptPlugin, memory_tools
+from offprompt_adk.sessions import OffpromptSessionService
 
-__all__ = ["MemoryTool", "OffpromptPlugin", "memory_tools"]
+__all__ = ["MemoryTool", "OffpromptPlugin", "OffpromptSessionService", "memory_tools"]
