@@ -8,7 +8,14 @@ and memory services on an offprompt store (a SQLite file by default). ``Scripted
 (in :mod:`offprompt_adk.testing`) is a scripted model for offline examples and tests.
 """
 
+from offprompt_adk.artifacts import OffpromptArtifactService
 from offprompt_adk.plugin import MemoryTool, OffpromptPlugin, memory_tools
 from offprompt_adk.sessions import OffpromptSessionService
 
-__all__ = ["MemoryTool", "OffpromptPlugin", "OffpromptSessionService", "memory_tools"]
+__all__ = [
+    "MemoryTool",
+    "OffpromptArtifactService",
+    "OffpromptPlugin",
+    "OffpromptSessionService",
+    "memory_tools",
+]
