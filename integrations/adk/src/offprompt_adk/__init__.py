@@ -9,12 +9,14 @@ and memory services on an offprompt store (a SQLite file by default). ``Scripted
 """
 
 from offprompt_adk.artifacts import OffpromptArtifactService
+from offprompt_adk.memory import OffpromptMemoryService
 from offprompt_adk.plugin import MemoryTool, OffpromptPlugin, memory_tools
 from offprompt_adk.sessions import OffpromptSessionService
 
 __all__ = [
     "MemoryTool",
     "OffpromptArtifactService",
+    "OffpromptMemoryService",
     "OffpromptPlugin",
     "OffpromptSessionService",
     "memory_tools",
