@@ -14,13 +14,15 @@ One event is one :class:`~offprompt.messages.Message`:
 * an event by ``user`` (or with content role ``user``) → a ``user`` message;
 * any other event → an ``assistant`` message named after its author, one
   :class:`ToolCall` per ``function_call`` part;
-* the text parts become :class:`TextArtifact` s.
+* the text parts become :class:`TextArtifact` s, inline data (images, files)
+  :class:`BlobArtifact` s.
 
 The event itself rides whole in the reserved ``meta["_adk"]["event"]`` entry, so event
 → Message → event gives back the event exactly (its JSON is equal), by construction.
 Messages that did not come from ADK are written as the events ADK accepts (``author``
 ``user`` or the message's ``name``, a ``content`` with text, ``function_call`` and
-``function_response`` parts); what no event can carry (images, foreign ``meta``) is
+``function_response`` and ``inline_data`` parts); what no event can carry (foreign
+``meta``, other artifacts) is
 listed in the :class:`ConversionReport` when one is given.
 
 Example:
@@ -35,6 +37,8 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import copy
 import json
@@ -43,7 +47,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from offprompt._tool_call import ToolCall
-from offprompt.artifacts import TextArtifact
+from offprompt.artifacts import BlobArtifact, ImageArtifact, TextArtifact
 from offprompt.errors import ValidationError
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
@@ -67,7 +71,23 @@ def _parts(event: Mapping[str, Any]) -> list[dict[str, Any]]:
     parts = content.get("parts") or []
     if not isinstance(parts, list):
         raise ValidationError("an ADK event's content.parts must be a list")
-    return [part for part in parts if isinstance(part, Mapping)]
+    return [dict(part) for part in parts if isinstance(part, Mapping)]
+
+
+def _part_in(part: Mapping[str, Any]) -> TextArtifact | BlobArtifact | None:
+    """A text part as text, an inline-data part as its bytes; other parts ride in the event."""
+    if isinstance(part.get("text"), str):
+        return TextArtifact(value=part["text"])
+    inline = part.get("inline_data")
+    if isinstance(inline, Mapping) and isinstance(inline.get("data"), str):
+        try:
+            data = base64.urlsafe_b64decode(inline["data"].replace("+", "-").replace("/", "_"))
+        except (binascii.Error, ValueError):
+            return None
+        return BlobArtifact(
+            value=data, mime_type=str(inline.get("mime_type") or "application/octet-stream")
+        )
+    return None
 
 
 def _created_at(event: Mapping[str, Any]) -> datetime:
@@ -90,7 +110,7 @@ def message_from_event(event: Mapping[str, Any], *, where: str = "event") -> Mes
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{where}: the ADK event is not JSON: {exc}") from None
     parts = _parts(event)
-    texts = [TextArtifact(value=p["text"]) for p in parts if isinstance(p.get("text"), str)]
+    texts = [part for part in map(_part_in, parts) if part is not None]
     fields: dict[str, Any] = {"meta": {RESERVED: {"event": kept}}, "created_at": _created_at(event)}
     if isinstance(event.get("id"), str) and event["id"]:
         fields["id"] = event["id"]
@@ -153,11 +173,19 @@ def _plain_parts(
             if message.role == "tool":
                 continue
             parts.append({"text": part.value})
+        elif isinstance(part, (BlobArtifact, ImageArtifact)) and message.role != "tool":
+            data = base64.urlsafe_b64encode(part.value).decode("ascii")
+            mime = part.mime_type or (
+                f"image/{part.format}" if isinstance(part, ImageArtifact) else ""
+            )
+            parts.append(
+                {"inline_data": {"data": data, "mime_type": mime or "application/octet-stream"}}
+            )
         elif report is not None:
             report.lost(
                 where,
                 f"content[{index}] ({type(part).__name__})",
-                "an ADK event here has text parts only",
+                "an ADK event has text and inline-data parts only",
             )
     if message.role == "tool":
         response: Any = message.text
