@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings
+.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-adk
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -76,7 +76,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(LOWEST) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) $(ADK_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -161,3 +161,16 @@ test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 	$(BIN)/uv pip install --quiet --resolution lowest-direct --python $(LOWEST)/bin/python -e "integrations/langchain[agents,deepagents]"
 	@$(LOWEST)/bin/python -c 'import importlib.metadata as m, sys; print("with deepagents:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))' deepagents langchain-core langchain langgraph langgraph-checkpoint
 	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(DEEPAGENTS_FILES) $(DEEPAGENTS_NODES)
+
+# Google ADK (offprompt-adk) in its own virtualenv: google-adk 2.13 needs google-genai<3,
+# opentelemetry<=1.44 and websockets<16, which the other distributions' pins may not fit.
+ADK_VENV := .venv-adk
+ADK_STAMP := $(ADK_VENV)/.installed-stamp
+$(ADK_STAMP): pyproject.toml integrations/adk/pyproject.toml $(STAMP)
+	test -x $(ADK_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(ADK_VENV)
+	$(BIN)/uv pip install --quiet --python $(ADK_VENV)/bin/python -e ".[mcp]" -e integrations/adk \
+		pytest pytest-asyncio pytest-timeout pytest-socket
+	touch $(ADK_STAMP)
+
+test-adk: $(ADK_STAMP)
+	$(ADK_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/adk/tests integrations/adk/tests
