@@ -29,6 +29,7 @@ from typing import Any
 
 from offprompt._validation import loads_json
 from offprompt.errors import DeserializationError, OffpromptError
+from offprompt.interop.adk import messages_from_events, messages_to_events
 from offprompt.interop.griptape import conversation_from_griptape, conversation_to_griptape
 from offprompt.interop.langchain import messages_from_langchain_dicts, messages_to_langchain_dicts
 from offprompt.interop.llamaindex import (
@@ -160,6 +161,18 @@ def _write_griptape(sessions: Mapping[str, Sequence[Message]], report: Conversio
     return _dump(conversation_to_griptape(list(_only(sessions)), report=report))
 
 
+# -- Google ADK -------------------------------------------------------------------------
+def _read_adk(text: str, report: ConversionReport) -> Sessions:
+    document = loads_json(text, what="ADK events")
+    if isinstance(document, dict) and isinstance(document.get("events"), list):
+        document = document["events"]  # a whole Session's JSON
+    return {None: messages_from_events(document)}
+
+
+def _write_adk(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    return _dump(messages_to_events(_only(sessions), report=report))
+
+
 # -- OpenAI Agents SDK -----------------------------------------------------------------
 def _read_agents(text: str, report: ConversionReport) -> Sessions:
     return {None: messages_from_items(loads_json(text, what="OpenAI Agents items"), report)}
@@ -196,6 +209,7 @@ FORMATS: dict[str, Format] = {
         Format("llamaindex-chatstore", True, _read_chatstore, _write_chatstore),
         Format("griptape", False, _read_griptape, _write_griptape),
         Format("openai-agents", False, _read_agents, _write_agents),
+        Format("adk", False, _read_adk, _write_adk),
         Format(
             "openai-agents-sqlite",
             True,

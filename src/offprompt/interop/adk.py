@@ -42,6 +42,7 @@ import binascii
 import contextlib
 import copy
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -62,6 +63,7 @@ __all__ = [
 
 #: The ``Message.meta`` key of what only ADK has (the whole event).
 RESERVED = "_adk"
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _parts(event: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -71,7 +73,17 @@ def _parts(event: Mapping[str, Any]) -> list[dict[str, Any]]:
     parts = content.get("parts") or []
     if not isinstance(parts, list):
         raise ValidationError("an ADK event's content.parts must be a list")
-    return [dict(part) for part in parts if isinstance(part, Mapping)]
+    return [_snake_keys(part) for part in parts if isinstance(part, Mapping)]
+
+
+def _snake_keys(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A part with ADK's camelCase keys (its API's JSON) as the snake_case it stores."""
+    snake = {_CAMEL.sub("_", str(key)).lower(): value for key, value in part.items()}
+    if isinstance(snake.get("inline_data"), Mapping):
+        snake["inline_data"] = {
+            _CAMEL.sub("_", str(k)).lower(): v for k, v in snake["inline_data"].items()
+        }
+    return snake
 
 
 def _part_in(part: Mapping[str, Any]) -> TextArtifact | BlobArtifact | None:
