@@ -68,6 +68,7 @@ SNIPPET_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 NO_RUN_MARK = re.compile(r"^<!--\s*no-run:\s*(.+?)\s*-->\s*$")
 NO_RUN = {
     "docs/operations/several-machines.md": 1,  # a PostgreSQL server and a Qdrant server
+    "docs/guides/adk.md": 2,  # google-adk: run by integrations/adk/tests/test_guide.py
 }
 
 
