@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.events.event import Event
@@ -17,10 +18,15 @@ from google.genai import types
 from offprompt_adk.testing import ScriptedLlm, function_call
 
 from offprompt.artifacts import BlobArtifact, JsonArtifact
+from offprompt.cli import EXIT_OK, main
+from offprompt.errors import ValidationError
 from offprompt.interop.adk import (
     message_to_event,
     messages_from_events,
     messages_to_events,
+    read_sqlite_sessions,
+    session_key,
+    write_sqlite_sessions,
 )
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
@@ -110,3 +116,47 @@ def test_bytes_go_as_inline_data_and_the_rest_is_reported() -> None:
     # And ADK's own JSON of bytes comes in as the same bytes.
     back = messages_from_events([json.loads(event.model_dump_json(exclude_none=True))])[0]
     assert back.content[1].value == blob.value
+
+
+async def test_adk_sqlite_file_reads_and_writes_back(tmp_path: Path) -> None:
+    rows = await _adk_events(tmp_path)
+    sessions = read_sqlite_sessions(tmp_path / "adk.db")
+    ((key, messages),) = sessions.items()
+    app, user, session_id = key.split("/")
+    assert (app, user) == ("calc_app", "u")
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+
+    # Written into a new file, ADK's own service reads the same events.
+    moved = {session_key("calc_app", "u2", session_id): messages}
+    assert write_sqlite_sessions(tmp_path / "copy.db", moved) == len(rows)
+    service = SqliteSessionService(str(tmp_path / "copy.db"))
+    copied = await service.get_session(app_name="calc_app", user_id="u2", session_id=session_id)
+    assert [e.model_dump() for e in copied.events] == [
+        Event.model_validate_json(row).model_dump() for row in rows
+    ]
+    # ... and appends to it as to any session of its own.
+    await service.append_event(copied, Event(author="user", timestamp=copied.last_update_time + 1))
+    # Writing the same session again is refused, and nothing is written.
+    with pytest.raises(ValidationError, match="already in the file"):
+        write_sqlite_sessions(tmp_path / "copy.db", moved)
+    assert len(read_sqlite_sessions(tmp_path / "copy.db")[next(iter(moved))]) == len(rows) + 1
+
+
+async def test_cli_migrates_an_adk_sqlite_file(tmp_path: Path) -> None:
+    rows = await _adk_events(tmp_path)
+    out = tmp_path / "events.json"
+    code = main(
+        [
+            "--home",
+            str(tmp_path / "home"),
+            "migrate",
+            "--from",
+            "adk-sqlite",
+            "--to",
+            "adk",
+            str(tmp_path / "adk.db"),
+            str(out),
+        ]
+    )
+    assert code == EXIT_OK
+    assert json.loads(out.read_text(encoding="utf-8")) == [json.loads(row) for row in rows]

@@ -30,6 +30,8 @@ from typing import Any
 from offprompt._validation import loads_json
 from offprompt.errors import DeserializationError, OffpromptError
 from offprompt.interop.adk import messages_from_events, messages_to_events
+from offprompt.interop.adk import read_sqlite_sessions as read_adk_sqlite
+from offprompt.interop.adk import write_sqlite_sessions as write_adk_sqlite
 from offprompt.interop.griptape import conversation_from_griptape, conversation_to_griptape
 from offprompt.interop.langchain import messages_from_langchain_dicts, messages_to_langchain_dicts
 from offprompt.interop.llamaindex import (
@@ -173,6 +175,16 @@ def _write_adk(sessions: Mapping[str, Sequence[Message]], report: ConversionRepo
     return _dump(messages_to_events(_only(sessions), report=report))
 
 
+def _read_adk_sqlite(path: Path, report: ConversionReport) -> Sessions:
+    return dict(read_adk_sqlite(path, report).items())
+
+
+def _write_adk_sqlite(
+    sessions: Mapping[str, Sequence[Message]], report: ConversionReport, path: Path
+) -> int:
+    return write_adk_sqlite(path, sessions, report)
+
+
 # -- OpenAI Agents SDK -----------------------------------------------------------------
 def _read_agents(text: str, report: ConversionReport) -> Sessions:
     return {None: messages_from_items(loads_json(text, what="OpenAI Agents items"), report)}
@@ -210,6 +222,14 @@ FORMATS: dict[str, Format] = {
         Format("griptape", False, _read_griptape, _write_griptape),
         Format("openai-agents", False, _read_agents, _write_agents),
         Format("adk", False, _read_adk, _write_adk),
+        Format(
+            "adk-sqlite",
+            True,
+            _binary,
+            _no_text,
+            read_file=_read_adk_sqlite,
+            write_file=_write_adk_sqlite,
+        ),
         Format(
             "openai-agents-sqlite",
             True,

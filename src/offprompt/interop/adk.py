@@ -42,14 +42,19 @@ import binascii
 import contextlib
 import copy
 import json
+import os
 import re
+import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from offprompt._tool_call import ToolCall
+from offprompt._validation import check_json_depth, loads_json
 from offprompt.artifacts import BlobArtifact, ImageArtifact, TextArtifact
-from offprompt.errors import ValidationError
+from offprompt.errors import DeserializationError, ValidationError
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
 
@@ -59,6 +64,10 @@ __all__ = [
     "message_to_event",
     "messages_from_events",
     "messages_to_events",
+    "read_sqlite_sessions",
+    "session_key",
+    "split_session_key",
+    "write_sqlite_sessions",
 ]
 
 #: The ``Message.meta`` key of what only ADK has (the whole event).
@@ -249,3 +258,180 @@ def messages_to_events(
     return [
         message_to_event(m, report=report, where=f"message {i}") for i, m in enumerate(messages)
     ]
+
+
+# -- ADK's SqliteSessionService file ---------------------------------------------------
+
+_ADK_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL,"
+    " update_time REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS user_states (app_name TEXT NOT NULL, user_id TEXT NOT NULL,"
+    " state TEXT NOT NULL, update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id))",
+    "CREATE TABLE IF NOT EXISTS sessions (app_name TEXT NOT NULL, user_id TEXT NOT NULL,"
+    " id TEXT NOT NULL, state TEXT NOT NULL, create_time REAL NOT NULL,"
+    " update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id, id))",
+    "CREATE TABLE IF NOT EXISTS events (id TEXT NOT NULL, app_name TEXT NOT NULL,"
+    " user_id TEXT NOT NULL, session_id TEXT NOT NULL, invocation_id TEXT NOT NULL,"
+    " timestamp REAL NOT NULL, event_data TEXT NOT NULL,"
+    " PRIMARY KEY (app_name, user_id, session_id, id), FOREIGN KEY (app_name, user_id,"
+    " session_id) REFERENCES sessions(app_name, user_id, id) ON DELETE CASCADE)",
+)
+_DEFAULT_APP = "offprompt"
+_DEFAULT_USER = "user"
+
+
+def session_key(app_name: str, user_id: str, session_id: str) -> str:
+    """The one offprompt session name of an ADK session: ``app/user/session``, each part
+    percent-encoded (so a ``/`` inside one never splits it)."""
+    return "/".join(quote(part, safe="") for part in (app_name, user_id, session_id))
+
+
+def split_session_key(key: str) -> tuple[str, str, str]:
+    """``(app_name, user_id, session_id)`` of a :func:`session_key`; another name is a
+    session of app ``offprompt`` and user ``user``."""
+    parts = key.split("/")
+    if len(parts) == 3 and all(parts):
+        app, user, session = (unquote(part) for part in parts)
+        return app, user, session
+    return _DEFAULT_APP, _DEFAULT_USER, key
+
+
+def read_sqlite_sessions(
+    path: str | os.PathLike[str], report: ConversionReport | None = None
+) -> dict[str, list[Message]]:
+    """The sessions of a file of ADK's ``SqliteSessionService``, as offprompt messages.
+
+    Each session is named by :func:`session_key`; its events come by timestamp (ties by
+    row), as ``get_session`` returns them. A row whose ``event_data`` is not a JSON object
+    is skipped and listed in ``report``. The file is opened read-only.
+
+    Raises:
+        DeserializationError: The file is not SQLite, or has no ADK ``events`` table.
+    """
+    source = Path(path)
+    try:
+        with open(source, "rb") as handle:
+            is_sqlite = handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        is_sqlite = False
+    if not is_sqlite:
+        raise DeserializationError(f"{os.fspath(path)} is not an SQLite database file")
+    try:
+        conn = sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+            if "event_data" not in columns:
+                raise DeserializationError(
+                    f"{os.fspath(path)} has no events table with event_data (a file of "
+                    "ADK's SqliteSessionService has one)"
+                )
+            sessions_rows = conn.execute(
+                "SELECT app_name, user_id, id FROM sessions ORDER BY create_time, rowid"
+            ).fetchall()
+            rows = conn.execute(
+                "SELECT app_name, user_id, session_id, event_data FROM events"
+                " ORDER BY timestamp, rowid"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise DeserializationError(f"cannot read {os.fspath(path)}: {exc}") from None
+    sessions: dict[str, list[Message]] = {session_key(*row): [] for row in sessions_rows}
+    for index, (app, user, session, data) in enumerate(rows):
+        key = session_key(app, user, session)
+        where = f"session {key!r} / event {index}"
+        try:
+            event = json.loads(data)
+        except (json.JSONDecodeError, TypeError):
+            event = None
+        except RecursionError:  # nested past what Python parses: loads_json names the limit
+            event = loads_json(data, what=where)
+        check_json_depth(event, what=where)
+        if not isinstance(event, dict):
+            if report is not None:
+                report.lost(where, "event_data", "not a JSON object; skipped")
+            continue
+        sessions.setdefault(key, []).append(message_from_event(event, where=where))
+    return sessions
+
+
+def write_sqlite_sessions(
+    path: str | os.PathLike[str],
+    sessions: Mapping[str, Sequence[Message]],
+    report: ConversionReport | None = None,
+) -> int:
+    """Write ``sessions`` into a file ADK's ``SqliteSessionService`` reads; return the
+    number of events written.
+
+    Each session's app, user and id come from its name (:func:`split_session_key`). It is
+    one transaction: a session already in the file is refused and nothing is written.
+
+    Raises:
+        ValidationError: ``path`` exists and is not SQLite, or a session is already there.
+    """
+    target = Path(path)
+    if target.exists() and target.stat().st_size > 0:
+        with open(target, "rb") as handle:
+            if handle.read(16) != b"SQLite format 3\x00":
+                raise ValidationError(
+                    f"{target} exists and is not an SQLite database; not overwritten"
+                )
+    conn = sqlite3.connect(str(target), timeout=30, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            written = _write_adk(conn, sessions, report)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return written
+
+
+def _write_adk(
+    conn: sqlite3.Connection,
+    sessions: Mapping[str, Sequence[Message]],
+    report: ConversionReport | None,
+) -> int:
+    for statement in _ADK_SCHEMA:
+        conn.execute(statement)
+    written = 0
+    for key, messages in sessions.items():
+        app, user, session = split_session_key(key)
+        found = conn.execute(
+            "SELECT 1 FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+            (app, user, session),
+        ).fetchone()
+        if found:
+            raise ValidationError(
+                f"session {session!r} of user {user!r} in app {app!r} is already in the file;"
+                " nothing written"
+            )
+        events = messages_to_events(messages, report=report)
+        stamps = [float(e.get("timestamp") or 0.0) for e in events]
+        now = max(stamps, default=datetime.now(timezone.utc).timestamp())
+        conn.execute(
+            "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)"
+            " VALUES (?, ?, ?, '{}', ?, ?)",
+            (app, user, session, min(stamps, default=now), now),
+        )
+        conn.executemany(
+            "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp,"
+            " event_data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    str(e.get("id") or ""),
+                    app,
+                    user,
+                    session,
+                    str(e.get("invocation_id") or ""),
+                    stamp,
+                    json.dumps(e, ensure_ascii=False),
+                )
+                for e, stamp in zip(events, stamps, strict=True)
+            ],
+        )
+        written += len(events)
+    return written
