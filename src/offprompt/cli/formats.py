@@ -10,11 +10,13 @@ name                     file                                                   
 ``griptape``             ``ConversationMemory.to_json()``                            one
 ``openai-agents``        JSON list of OpenAI Agents SDK items (``get_items()``)      one
 ``openai-agents-sqlite`` the SQLite file of the SDK's ``SQLiteSession``              several
+``adk``                  JSON list of Google ADK events (or a ``Session``'s JSON)     one
+``adk-sqlite``           the SQLite file of ADK's ``SqliteSessionService``            several
 =======================  ==========================================================  ========
 
 Every reader takes the file's text and returns ``{session_key: messages}`` (``None`` as
 the key for single-session formats); every writer takes sessions and returns the text.
-A binary format (``openai-agents-sqlite``) reads and writes the file itself instead
+A binary format (``openai-agents-sqlite``, ``adk-sqlite``) reads and writes the file itself instead
 (``read_file`` / ``write_file``). Both fill a :class:`ConversionReport` with whatever
 the target cannot carry.
 """
@@ -168,7 +170,7 @@ def _read_adk(text: str, report: ConversionReport) -> Sessions:
     document = loads_json(text, what="ADK events")
     if isinstance(document, dict) and isinstance(document.get("events"), list):
         document = document["events"]  # a whole Session's JSON
-    return {None: messages_from_events(document)}
+    return {None: messages_from_events(document, report)}
 
 
 def _write_adk(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:

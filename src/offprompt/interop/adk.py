@@ -118,7 +118,9 @@ def _created_at(event: Mapping[str, Any]) -> datetime:
     return datetime.now(timezone.utc)
 
 
-def message_from_event(event: Mapping[str, Any], *, where: str = "event") -> Message:
+def message_from_event(
+    event: Mapping[str, Any], *, where: str = "event", report: ConversionReport | None = None
+) -> Message:
     """One ADK event (its JSON object) as a Message that gives it back exactly.
 
     Raises:
@@ -132,6 +134,8 @@ def message_from_event(event: Mapping[str, Any], *, where: str = "event") -> Mes
         raise ValidationError(f"{where}: the ADK event is not JSON: {exc}") from None
     parts = _parts(event)
     texts = [part for part in map(_part_in, parts) if part is not None]
+    if report is not None:
+        report.converted += 1
     fields: dict[str, Any] = {"meta": {RESERVED: {"event": kept}}, "created_at": _created_at(event)}
     if isinstance(event.get("id"), str) and event["id"]:
         fields["id"] = event["id"]
@@ -170,11 +174,23 @@ def message_from_event(event: Mapping[str, Any], *, where: str = "event") -> Mes
     return Message(role="assistant", content=texts, tool_calls=calls, name=name, **fields)
 
 
-def messages_from_events(events: Sequence[Mapping[str, Any]]) -> list[Message]:
+def messages_from_events(
+    events: Sequence[Mapping[str, Any]], report: ConversionReport | None = None
+) -> list[Message]:
     """ADK events (JSON objects, oldest first) as Messages, one each."""
     if isinstance(events, (str, bytes, Mapping)):
         raise ValidationError("messages_from_events takes a list of ADK events")
-    return [message_from_event(event, where=f"event {i}") for i, event in enumerate(events)]
+    _begin(report, "adk", "offprompt")
+    return [
+        message_from_event(event, where=f"event {i}", report=report)
+        for i, event in enumerate(events)
+    ]
+
+
+def _begin(report: ConversionReport | None, source: str, target: str) -> None:
+    if report is not None:
+        report.source = report.source or source
+        report.target = report.target or target
 
 
 def native_event(message: Message) -> dict[str, Any] | None:
@@ -234,6 +250,8 @@ def message_to_event(
     is written as a plain event, with what it cannot carry listed in ``report``.
     """
     native = native_event(message)
+    if report is not None:
+        report.converted += 1
     if native is not None:
         return native
     if report is not None and message.meta:
@@ -255,6 +273,7 @@ def messages_to_events(
     messages: Sequence[Message], *, report: ConversionReport | None = None
 ) -> list[dict[str, Any]]:
     """Messages as ADK event JSON objects, one each, in order."""
+    _begin(report, "offprompt", "adk")
     return [
         message_to_event(m, report=report, where=f"message {i}") for i, m in enumerate(messages)
     ]
@@ -309,6 +328,7 @@ def read_sqlite_sessions(
         DeserializationError: The file is not SQLite, or has no ADK ``events`` table.
     """
     source = Path(path)
+    _begin(report, "adk-sqlite", "offprompt")
     try:
         with open(source, "rb") as handle:
             is_sqlite = handle.read(16) == b"SQLite format 3\x00"
@@ -351,7 +371,7 @@ def read_sqlite_sessions(
             if report is not None:
                 report.lost(where, "event_data", "not a JSON object; skipped")
             continue
-        sessions.setdefault(key, []).append(message_from_event(event, where=where))
+        sessions.setdefault(key, []).append(message_from_event(event, where=where, report=report))
     return sessions
 
 
@@ -370,6 +390,7 @@ def write_sqlite_sessions(
         ValidationError: ``path`` exists and is not SQLite, or a session is already there.
     """
     target = Path(path)
+    _begin(report, "offprompt", "adk-sqlite")
     if target.exists() and target.stat().st_size > 0:
         with open(target, "rb") as handle:
             if handle.read(16) != b"SQLite format 3\x00":
