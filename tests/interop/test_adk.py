@@ -97,3 +97,12 @@ def test_cli_imports_a_session_file_and_exports_it_back(tmp_path: Path) -> None:
     out = tmp_path / "back.json"
     assert main(["--home", home, "export", "s1", "--format", "adk", str(out)]) == EXIT_OK
     assert json.loads(out.read_text(encoding="utf-8")) == EVENTS
+
+
+def test_sniff_names_adk_files() -> None:
+    from offprompt.cli.formats import sniff
+
+    assert sniff(json.dumps(EVENTS)) == "adk"
+    assert (
+        sniff(json.dumps({"id": "s", "app_name": "a", "user_id": "u", "events": EVENTS})) == "adk"
+    )

@@ -273,6 +273,8 @@ def sniff(text: str) -> str | None:
             return "llamaindex-chatstore"
         if document.get("type") in ("ConversationMemory", "SummaryConversationMemory"):
             return "griptape"
+        if isinstance(document.get("events"), list) and "app_name" in document:
+            return "adk"  # a Session's JSON
         return "offprompt" if _looks_like_message(document) else None
     if isinstance(document, list) and document and isinstance(document[0], dict):
         head = document[0]
@@ -280,6 +282,8 @@ def sniff(text: str) -> str | None:
             return "langchain"
         if "role" in head and ("blocks" in head or "additional_kwargs" in head):
             return "llamaindex"
+        if "author" in head and "invocation_id" in head:
+            return "adk"
         if "role" in head and "content" in head and "created_at" not in head:
             return "openai-agents"
         if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
