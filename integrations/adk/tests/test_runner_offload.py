@@ -15,7 +15,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.genai import types
-from offprompt_adk import OffpromptPlugin
+from offprompt_adk import OffpromptPlugin, OffpromptSessionService
 from offprompt_adk.testing import ScriptedLlm, function_call, function_responses
 
 from offprompt.errors import ValidationError
@@ -60,7 +60,7 @@ async def _run(plugin: OffpromptPlugin, llm: ScriptedLlm, tools: list[Any]) -> l
 
 @pytest.mark.asyncio
 async def test_large_result_is_offloaded_and_read_back(db_path: Path) -> None:
-    memory = TaskMemory(path=db_path, index="sync")
+    memory = TaskMemory(path=db_path.parent / "task", index="sync")
     plugin = OffpromptPlugin(memory, min_tokens=500)
 
     def grep(request: Any) -> types.Part:
@@ -91,7 +91,7 @@ async def test_large_result_is_offloaded_and_read_back(db_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_small_result_passes_unchanged(db_path: Path) -> None:
-    memory = TaskMemory(path=db_path)
+    memory = TaskMemory(path=db_path.parent / "task")
     plugin = OffpromptPlugin(memory, min_tokens=500)
     llm = ScriptedLlm(script=[function_call("small_status", {"host": "h1"}), "fine"])
     await _run(plugin, llm, [small_status])
@@ -101,7 +101,7 @@ async def test_small_result_passes_unchanged(db_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_dict_result_is_stored_as_its_json(db_path: Path) -> None:
-    memory = TaskMemory(path=db_path, index="sync")
+    memory = TaskMemory(path=db_path.parent / "task", index="sync")
     plugin = OffpromptPlugin(memory, min_tokens=0)
     result = {"rows": [{"id": i, "name": f"n{i}"} for i in range(3)]}
 
@@ -124,3 +124,27 @@ def test_bad_arguments_are_refused() -> None:
         OffpromptPlugin("not a memory")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="name"):
         OffpromptPlugin(TaskMemory(), name="")
+
+
+@pytest.mark.asyncio
+async def test_the_session_keeps_the_reference_not_the_result(db_path: Path) -> None:
+    memory = TaskMemory(path=db_path.parent / "task", index="sync")
+    plugin = OffpromptPlugin(memory, min_tokens=500)
+    sessions = OffpromptSessionService(path=db_path)
+    llm = ScriptedLlm(script=[function_call("fetch_logs", {"host": "h1"}), "done"])
+    agent = LlmAgent(name="ops", model=llm, tools=[fetch_logs, *plugin.tools])
+    runner = Runner(
+        app=App(name="ops_app", root_agent=agent, plugins=[plugin]), session_service=sessions
+    )
+    session = await sessions.create_session(app_name="ops_app", user_id="u1")
+    message = types.Content(role="user", parts=[types.Part.from_text(text="logs?")])
+    async for _ in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
+        pass
+    await runner.close()
+    stored = await sessions.get_session(app_name="ops_app", user_id="u1", session_id=session.id)
+    (response,) = [r for e in stored.events for r in e.get_function_responses()]
+    assert response.response["result"].startswith('Output of "fetch_logs')
+    namespace = _namespace(llm.requests[1])
+    assert memory.load_artifacts(namespace).value[0].value == LOGS
+    sessions.close()
+    memory.close()
