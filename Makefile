@@ -164,6 +164,7 @@ test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 
 # Google ADK (offprompt-adk) in its own virtualenv: google-adk 2.13 needs google-genai<3,
 # opentelemetry<=1.44 and websockets<16, which the other distributions' pins may not fit.
+# Runs its tests and its docstring examples.
 ADK_VENV := .venv-adk
 ADK_STAMP := $(ADK_VENV)/.installed-stamp
 $(ADK_STAMP): pyproject.toml integrations/adk/pyproject.toml $(STAMP)
@@ -173,4 +174,5 @@ $(ADK_STAMP): pyproject.toml integrations/adk/pyproject.toml $(STAMP)
 	touch $(ADK_STAMP)
 
 test-adk: $(ADK_STAMP)
-	$(ADK_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/adk/tests integrations/adk/tests
+	$(ADK_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/adk/tests \
+		integrations/adk/tests integrations/adk/src

@@ -122,8 +122,10 @@ async def test_dict_result_is_stored_as_its_json(db_path: Path) -> None:
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValidationError, match="TaskMemory"):
         OffpromptPlugin("not a memory")  # type: ignore[arg-type]
+    memory = TaskMemory()
     with pytest.raises(ValidationError, match="name"):
-        OffpromptPlugin(TaskMemory(), name="")
+        OffpromptPlugin(memory, name="")
+    memory.close()
 
 
 @pytest.mark.asyncio

@@ -65,8 +65,10 @@ def memory_tools(
             (``summarizer``, ``max_output_tokens``, ``top_n``, ``summary_tokens``).
 
     Example:
-        >>> [tool.name for tool in memory_tools(TaskMemory())]
+        >>> memory = TaskMemory()
+        >>> [tool.name for tool in memory_tools(memory)]
         ['query_memory', 'grep_memory', 'read_memory', 'json_memory', 'summarize_memory']
+        >>> memory.close()
     """
     return [MemoryTool(spec) for spec in memory_tool_specs(task_memory, **options)]
 
@@ -101,9 +103,11 @@ class OffpromptPlugin(BasePlugin):
         ValidationError: ``task_memory`` is not a ``TaskMemory``, or a bad ``min_tokens``.
 
     Example:
-        >>> plugin = OffpromptPlugin(TaskMemory(), min_tokens=1000)
+        >>> memory = TaskMemory()
+        >>> plugin = OffpromptPlugin(memory, min_tokens=1000)
         >>> plugin.name, len(plugin.tools)
         ('offprompt', 5)
+        >>> memory.close()
     """
 
     def __init__(
