@@ -4,6 +4,7 @@ offprompt's own messages become events ADK reads."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from pathlib import Path
@@ -66,6 +67,9 @@ async def test_real_adk_events_round_trip(tmp_path: Path) -> None:
     messages = messages_from_events(events)
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert messages[0].text == "2+3? see ü"
+    # The image's bytes are stored once: in the message's part, not again in the event.
+    assert messages[0].content[1].value == b"\x00\xffimg"
+    assert base64.urlsafe_b64encode(b"\x00\xffimg").decode() not in json.dumps(messages[0].meta)
     call = messages[1].tool_calls[0]
     assert (call.name, call.arguments) == ("add", {"a": 2, "b": 3})
     assert messages[2].tool_call_id == call.id

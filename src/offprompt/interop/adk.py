@@ -17,8 +17,10 @@ One event is one :class:`~offprompt.messages.Message`:
 * the text parts become :class:`TextArtifact` s, inline data (images, files)
   :class:`BlobArtifact` s.
 
-The event itself rides whole in the reserved ``meta["_adk"]["event"]`` entry, so event
-→ Message → event gives back the event exactly (its JSON is equal), by construction.
+The event itself rides in the reserved ``meta["_adk"]["event"]`` entry, its inline
+bytes taken out (they are in the message's ``BlobArtifact`` s, stored once, and
+``meta["_adk"]["blobs"]`` says where they go back), so event → Message → event gives
+back the event exactly (its JSON is equal).
 Messages that did not come from ADK are written as the events ADK accepts (``author``
 ``user`` or the message's ``name``, a ``content`` with text, ``function_call`` and
 ``function_response`` and ``inline_data`` parts); what no event can carry (foreign
@@ -111,6 +113,34 @@ def _part_in(part: Mapping[str, Any]) -> TextArtifact | BlobArtifact | None:
     return None
 
 
+def _move_blobs(kept: dict[str, Any], content: list[Any], fields: dict[str, Any]) -> None:
+    """Take each inline part's bytes out of the kept event: the message's BlobArtifact at
+    ``content`` position holds them, so they are stored once. Only bytes whose base64
+    re-encodes to the very string are moved; ``native_event`` puts them back."""
+    parts = kept.get("content", {}).get("parts") if isinstance(kept.get("content"), dict) else None
+    if not isinstance(parts, list):
+        return
+    moved: list[list[Any]] = []
+    position = 0
+    for index, raw in enumerate(parts):
+        if not isinstance(raw, dict) or _part_in(_snake_keys(raw)) is None:
+            continue
+        artifact = content[position]
+        key = "inline_data" if "inline_data" in raw else "inlineData"
+        inline = raw.get(key)
+        same = (
+            isinstance(artifact, BlobArtifact)
+            and isinstance(inline, dict)
+            and inline.get("data") == base64.urlsafe_b64encode(artifact.value).decode("ascii")
+        )
+        if same and isinstance(inline, dict):
+            inline["data"] = None
+            moved.append([index, position, key])
+        position += 1
+    if moved:
+        fields["meta"][RESERVED]["blobs"] = moved
+
+
 def _created_at(event: Mapping[str, Any]) -> datetime:
     stamp = event.get("timestamp")
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
@@ -160,6 +190,7 @@ def message_from_event(
         if isinstance(event.get("content"), Mapping)
         else None
     )
+    _move_blobs(kept, texts, fields)
     if author == "user" or role == "user":
         return Message(role="user", content=texts, **fields)
     calls = [
@@ -196,9 +227,15 @@ def _begin(report: ConversionReport | None, source: str, target: str) -> None:
 def native_event(message: Message) -> dict[str, Any] | None:
     """The ADK event a message was made from, or ``None`` if it came from elsewhere."""
     kept = message.meta.get(RESERVED)
-    if isinstance(kept, Mapping) and isinstance(kept.get("event"), Mapping):
-        return copy.deepcopy(dict(kept["event"]))
-    return None
+    if not isinstance(kept, Mapping) or not isinstance(kept.get("event"), Mapping):
+        return None
+    event = copy.deepcopy(dict(kept["event"]))
+    for index, position, key in kept.get("blobs") or []:
+        artifact = message.content[position] if position < len(message.content) else None
+        if isinstance(artifact, BlobArtifact):
+            data = base64.urlsafe_b64encode(artifact.value).decode("ascii")
+            event["content"]["parts"][index][key]["data"] = data
+    return event
 
 
 def _plain_parts(
