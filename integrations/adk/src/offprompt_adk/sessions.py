@@ -12,7 +12,9 @@ Stale sessions: every append bumps the stored revision; a session object read be
 another writer appended carries an older one, and its append raises ADK's
 ``StaleSessionError`` (so of two appends from one stale copy, exactly one wins). The
 check and the write are one store transaction (SQLite ``BEGIN IMMEDIATE``), so this
-holds across processes sharing one file.
+holds across processes sharing one file. A store without transactions (``InMemoryStore``;
+``PostgresStore`` today) runs them under one lock per service: there it holds within
+the process only.
 """
 
 from __future__ import annotations
