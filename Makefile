@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-strands
+.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-strands test-adk
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -76,7 +76,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(LOWEST) $(STRANDS_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) $(STRANDS_VENV) $(ADK_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -90,7 +90,7 @@ test: $(NETNS_STAMP)
 # What a registry would get: build the four distributions (sdist + wheel), check them as
 # a registry does, then install each alone from the built wheels into an empty virtualenv
 # and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
-DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/strands
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/strands integrations/adk
 dist-check: setup
 	rm -rf dist
 	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
@@ -179,3 +179,18 @@ test-strands: $(STRANDS_STAMP)
 		integrations/strands/src
 	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/strands/tests \
 		integrations/strands/tests integrations/strands/src
+
+# Google ADK (offprompt-adk) in its own virtualenv: google-adk 2.13 needs google-genai<3,
+# opentelemetry<=1.44 and websockets<16, which the other distributions' pins may not fit.
+# Runs its tests and its docstring examples.
+ADK_VENV := .venv-adk
+ADK_STAMP := $(ADK_VENV)/.installed-stamp
+$(ADK_STAMP): pyproject.toml integrations/adk/pyproject.toml $(STAMP)
+	test -x $(ADK_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(ADK_VENV)
+	$(BIN)/uv pip install --quiet --python $(ADK_VENV)/bin/python -e ".[mcp]" -e integrations/adk \
+		pytest pytest-asyncio pytest-timeout pytest-socket
+	touch $(ADK_STAMP)
+
+test-adk: $(ADK_STAMP)
+	$(ADK_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/adk/tests \
+		integrations/adk/tests integrations/adk/src

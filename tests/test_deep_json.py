@@ -83,6 +83,13 @@ def test_cli_import_of_a_deep_file_is_one_clear_line(
     source = tmp_path / "deep.json"
     if FORMATS[fmt].read_file is None:
         source.write_text(nested_text(depth), encoding="utf-8")
+    elif fmt == "adk-sqlite":  # a file of ADK's SqliteSessionService: the JSON is an event
+        with closing(sqlite3.connect(source)) as conn, conn:
+            conn.execute("CREATE TABLE sessions (app_name, user_id, id, create_time)")
+            conn.execute(
+                "CREATE TABLE events (app_name, user_id, session_id, timestamp, event_data)"
+            )
+            conn.execute("INSERT INTO events VALUES ('a', 'u', 's', 1.0, ?)", (nested_text(depth),))
     else:  # a binary format (an SDK SQLiteSession file): the deep JSON is in a row
         with closing(sqlite3.connect(source)) as conn, conn:
             conn.execute(

@@ -69,6 +69,7 @@ NO_RUN_MARK = re.compile(r"^<!--\s*no-run:\s*(.+?)\s*-->\s*$")
 NO_RUN = {
     "docs/operations/several-machines.md": 1,  # a PostgreSQL server and a Qdrant server
     "docs/guides/strands.md": 2,  # strands-agents, in its own venv (make test-strands)
+    "docs/guides/adk.md": 2,  # google-adk: run by integrations/adk/tests/test_guide.py
 }
 
 

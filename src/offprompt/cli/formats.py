@@ -10,11 +10,14 @@ name                     file                                                   
 ``griptape``             ``ConversationMemory.to_json()``                            one
 ``openai-agents``        JSON list of OpenAI Agents SDK items (``get_items()``)      one
 ``openai-agents-sqlite`` the SQLite file of the SDK's ``SQLiteSession``              several
+``adk``                  JSON list of Google ADK events (or a ``Session``'s JSON)     one
+``adk-sqlite``           the SQLite file of ADK's ``SqliteSessionService``            several
+``strands``              JSON list of Strands Agents messages (or session records)   one
 =======================  ==========================================================  ========
 
 Every reader takes the file's text and returns ``{session_key: messages}`` (``None`` as
 the key for single-session formats); every writer takes sessions and returns the text.
-A binary format (``openai-agents-sqlite``) reads and writes the file itself instead
+A binary format (``openai-agents-sqlite``, ``adk-sqlite``) reads and writes the file itself instead
 (``read_file`` / ``write_file``). Both fill a :class:`ConversionReport` with whatever
 the target cannot carry.
 """
@@ -29,6 +32,9 @@ from typing import Any
 
 from offprompt._validation import loads_json
 from offprompt.errors import DeserializationError, OffpromptError
+from offprompt.interop.adk import messages_from_events, messages_to_events
+from offprompt.interop.adk import read_sqlite_sessions as read_adk_sqlite
+from offprompt.interop.adk import write_sqlite_sessions as write_adk_sqlite
 from offprompt.interop.griptape import conversation_from_griptape, conversation_to_griptape
 from offprompt.interop.langchain import messages_from_langchain_dicts, messages_to_langchain_dicts
 from offprompt.interop.llamaindex import (
@@ -161,6 +167,28 @@ def _write_griptape(sessions: Mapping[str, Sequence[Message]], report: Conversio
     return _dump(conversation_to_griptape(list(_only(sessions)), report=report))
 
 
+# -- Google ADK -------------------------------------------------------------------------
+def _read_adk(text: str, report: ConversionReport) -> Sessions:
+    document = loads_json(text, what="ADK events")
+    if isinstance(document, dict) and isinstance(document.get("events"), list):
+        document = document["events"]  # a whole Session's JSON
+    return {None: messages_from_events(document, report)}
+
+
+def _write_adk(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    return _dump(messages_to_events(_only(sessions), report=report))
+
+
+def _read_adk_sqlite(path: Path, report: ConversionReport) -> Sessions:
+    return dict(read_adk_sqlite(path, report).items())
+
+
+def _write_adk_sqlite(
+    sessions: Mapping[str, Sequence[Message]], report: ConversionReport, path: Path
+) -> int:
+    return write_adk_sqlite(path, sessions, report)
+
+
 # -- OpenAI Agents SDK -----------------------------------------------------------------
 def _read_agents(text: str, report: ConversionReport) -> Sessions:
     return {None: messages_from_items(loads_json(text, what="OpenAI Agents items"), report)}
@@ -213,6 +241,15 @@ FORMATS: dict[str, Format] = {
         Format("griptape", False, _read_griptape, _write_griptape),
         Format("openai-agents", False, _read_agents, _write_agents),
         Format("strands", False, _read_strands, _write_strands),
+        Format("adk", False, _read_adk, _write_adk),
+        Format(
+            "adk-sqlite",
+            True,
+            _binary,
+            _no_text,
+            read_file=_read_adk_sqlite,
+            write_file=_write_adk_sqlite,
+        ),
         Format(
             "openai-agents-sqlite",
             True,
@@ -254,6 +291,8 @@ def sniff(text: str) -> str | None:
             return "llamaindex-chatstore"
         if document.get("type") in ("ConversationMemory", "SummaryConversationMemory"):
             return "griptape"
+        if isinstance(document.get("events"), list) and "app_name" in document:
+            return "adk"  # a Session's JSON
         return "offprompt" if _looks_like_message(document) else None
     if isinstance(document, list) and document and isinstance(document[0], dict):
         head = document[0]
@@ -263,6 +302,8 @@ def sniff(text: str) -> str | None:
             return "llamaindex"
         if _looks_like_strands(head):
             return "strands"
+        if "author" in head and "invocation_id" in head:
+            return "adk"
         if "role" in head and "content" in head and "created_at" not in head:
             return "openai-agents"
         if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
