@@ -28,6 +28,38 @@ from offprompt.stores.base import (
     StoredMessage,
 )
 
+# ReplayedBatch is left out: a signal between these operations and the drivers
+# (_pg_pool), never raised to a caller, so not one of the library's exceptions.
+__all__ = [
+    "MAX_IDEMPOTENCY_KEY_LENGTH",
+    "PgOp",
+    "ResultT",
+    "as_pg_op",
+    "check_idempotency_key",
+    "check_state_prefix",
+    "op_append",
+    "op_append_one",
+    "op_batches",
+    "op_blob_count",
+    "op_count",
+    "op_delete_range",
+    "op_delete_session",
+    "op_delete_state",
+    "op_forget_scope",
+    "op_get_state",
+    "op_read",
+    "op_read_index",
+    "op_schema_version",
+    "op_sessions",
+    "op_set_state",
+    "op_state_keys",
+    "op_version",
+    "residue_of",
+    "single_statement",
+    "whole_range",
+    "with_residue",
+]
+
 MAX_IDEMPOTENCY_KEY_LENGTH = 256
 _MIN_SEQ = -(2**63)
 _MAX_SEQ = 2**63 - 1

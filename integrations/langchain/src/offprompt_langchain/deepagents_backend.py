@@ -155,30 +155,29 @@ def _decode(encoded: str) -> str | None:
 class OffpromptBackend(BackendProtocol):
     """A deepagents backend whose files are outputs stored in offprompt task memory.
 
-        Args:
-            task_memory: Where the files are stored (its tenant / scope applies to every
-                call: ``ls`` and ``glob`` list only what that scope holds).
-            namespace_prefix: Prefix of every namespace this backend writes; only
-                namespaces with it are files here.
-            immutable: Refuse overwriting, editing and deleting stored files (the protocol's
-                error results say so); creating files and rewriting identical content still
-                succeed.
-            card_tokens: Bound of the card :meth:`card` returns (``task_memory``'s
-                ``preview_tokens`` by default).
+    Args:
+        task_memory: Where the files are stored (its tenant / scope applies to every
+            call: ``ls`` and ``glob`` list only what that scope holds).
+        namespace_prefix: Prefix of every namespace this backend writes; only
+            namespaces with it are files here.
+        immutable: Refuse overwriting, editing and deleting stored files (the protocol's
+            error results say so); creating files and rewriting identical content still
+            succeed.
+        card_tokens: Bound of the card :meth:`card` returns (``task_memory``'s
+            ``preview_tokens`` by default).
 
-        Raises:
-            ValidationError: ``task_memory`` is not a ``TaskMemory`` or a bad argument.
+    Raises:
+        ValidationError: ``task_memory`` is not a ``TaskMemory`` or a bad argument.
 
-        Example:
-            >>> from offprompt.files import check_path, children, subtree
-    from offprompt.task_memory import TaskMemory
-            >>> backend = OffpromptBackend(TaskMemory())
-            >>> backend.write("/call_1", "disk full on node 7\\nretrying\\n").error is None
-            True
-            >>> backend.read("/call_1", offset=1, limit=1).file_data["content"]
-            'retrying\\n'
-            >>> backend.grep("node 7").matches
-            [{'path': '/call_1', 'line': 1, 'text': 'disk full on node 7'}]
+    Example:
+        >>> from offprompt.task_memory import TaskMemory
+        >>> backend = OffpromptBackend(TaskMemory())
+        >>> backend.write("/call_1", "disk full on node 7\\nretrying\\n").error is None
+        True
+        >>> backend.read("/call_1", offset=1, limit=1).file_data["content"]
+        'retrying\\n'
+        >>> backend.grep("node 7").matches
+        [{'path': '/call_1', 'line': 1, 'text': 'disk full on node 7'}]
     """
 
     def __init__(
