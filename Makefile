@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
 
-.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings
+.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-pydantic_ai
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -76,7 +76,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(LOWEST) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) $(PYDANTIC_AI_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -161,3 +161,16 @@ test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 	$(BIN)/uv pip install --quiet --resolution lowest-direct --python $(LOWEST)/bin/python -e "integrations/langchain[agents,deepagents]"
 	@$(LOWEST)/bin/python -c 'import importlib.metadata as m, sys; print("with deepagents:", ", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))' deepagents langchain-core langchain langgraph langgraph-checkpoint
 	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(DEEPAGENTS_FILES) $(DEEPAGENTS_NODES)
+
+# pydantic-ai with pydantic-ai-harness, which pins pydantic-ai-slim exactly: their own
+# virtualenv, so their pins never move the main .venv. Built from nothing behind a stamp.
+PYDANTIC_AI_VENV := .venv-pydantic_ai
+PYDANTIC_AI_STAMP := $(PYDANTIC_AI_VENV)/.installed-stamp
+$(PYDANTIC_AI_STAMP): $(STAMP) pyproject.toml integrations/pydantic_ai/pyproject.toml
+	test -x $(PYDANTIC_AI_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(PYDANTIC_AI_VENV)
+	$(BIN)/uv pip install --quiet --python $(PYDANTIC_AI_VENV)/bin/python -e ".[mcp]" -e integrations/pydantic_ai \
+		pytest pytest-asyncio pytest-timeout pytest-socket
+	touch $@
+
+test-pydantic_ai: $(PYDANTIC_AI_STAMP)
+	$(PYDANTIC_AI_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/pydantic_ai/tests integrations/pydantic_ai/tests integrations/pydantic_ai/src

@@ -32,12 +32,15 @@ from offprompt.errors import ValidationError
 from offprompt.task_memory import MEMORY_TOOL_NAMES, TaskMemory
 
 SECRET = "SECRET-7f3a9c only in the middle of the log"
-LOG = "".join(
-    f"2026-12-07T10:{i // 60:02d}:{i % 60:02d} node {i % 13} ok, checks passed\n"
-    if i != 1500
-    else f"2026-12-07T10:25:00 {SECRET}\n"
-    for i in range(3000)
-) + "2026-12-07T11:00:00 node 7 disk full\n"
+LOG = (
+    "".join(
+        f"2026-12-07T10:{i // 60:02d}:{i % 60:02d} node {i % 13} ok, checks passed\n"
+        if i != 1500
+        else f"2026-12-07T10:25:00 {SECRET}\n"
+        for i in range(3000)
+    )
+    + "2026-12-07T11:00:00 node 7 disk full\n"
+)
 NAMESPACE = re.compile(r'artifact_namespace "([^"]+)"')
 
 
@@ -213,11 +216,11 @@ async def test_a_spill_into_the_offprompt_store_is_read_by_the_memory_tools(
     assert await overflow.read(handles[0]) == LOG.encode()
 
 
-def test_bad_arguments_are_refused() -> None:
+def test_bad_arguments_are_refused(memory: TaskMemory) -> None:
     with pytest.raises(ValidationError, match="TaskMemory"):
         OffpromptCapability("not a memory")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="min_tokens"):
-        OffpromptCapability(TaskMemory(), min_tokens=-1)
+        OffpromptCapability(memory, min_tokens=-1)
 
 
 def test_the_toolset_holds_the_five_memory_tools(memory: TaskMemory) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from offprompt_pydantic_ai import OffpromptHistory
@@ -20,6 +19,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -67,9 +67,7 @@ async def test_every_run_is_recorded_exactly(history: OffpromptHistory) -> None:
     assert {run.conversation_id for run in runs} == {first.conversation_id}
     assert runs[0].agent_name == "helper"
     assert _json(await history.run_history(run_id=first.run_id)) == _json(first.all_messages())
-    assert _json(await history.run_history(run_id=second.run_id)) == _json(
-        second.all_messages()
-    )
+    assert _json(await history.run_history(run_id=second.run_id)) == _json(second.all_messages())
 
 
 async def test_runs_of_other_conversations_stay_apart(history: OffpromptHistory) -> None:
@@ -124,15 +122,34 @@ async def test_compaction_artifacts_are_left_out(history: OffpromptHistory) -> N
     assert [type(p) for p in got[1].parts] == [TextPart]
 
 
-async def test_conversation_search_reads_the_runs(history: OffpromptHistory) -> None:
+async def test_the_harness_s_conversation_search_reads_the_runs(
+    history: OffpromptHistory,
+) -> None:
     from pydantic_ai_harness.conversation_search import ConversationSearch
 
-    await _agent(history, text="the tides table for Brest").run("tides?")
-    search = ConversationSearch(source=history)
-    toolset = search.get_toolset()
-    assert toolset is not None
-    names = list(toolset.tools)  # type: ignore[attr-defined]
-    assert names  # the harness's own search tools, over our source
+    first = await _agent(history, text="the tides table for Brest").run("tides?")
+
+    def search(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [
+            part
+            for message in messages
+            for part in message.parts
+            if isinstance(part, ToolReturnPart) and part.tool_name == "search_conversation_history"
+        ]
+        if not returns:
+            args = {"query": "Brest"}
+            call = ToolCallPart("search_conversation_history", args, tool_call_id="s1")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart(str(returns[-1].content))])
+
+    searcher: Agent[None, str] = Agent(
+        FunctionModel(search),
+        capabilities=[history, ConversationSearch(source=history, scope="conversation")],
+    )
+    second = await searcher.run("what did you say about tides?", conversation=first.conversation)
+    assert "match(es) for 'Brest'" in second.output
+    assert f"run: {first.run_id}" in second.output
+    assert "the tides table for Brest" in second.output
 
 
 async def test_a_whole_conversation_is_saved_and_loaded_exactly(
@@ -177,5 +194,3 @@ async def test_bad_input_gets_a_clear_error(history: OffpromptHistory) -> None:
     history.close()
     with pytest.raises(ValidationError, match="closed"):
         await history.list_runs()
-
-

@@ -53,7 +53,7 @@ async def test_keys_that_look_alike_stay_apart(store: OffpromptOverflowStore) ->
 
 
 def test_namespace_is_deterministic_one_to_one_and_valid() -> None:
-    names = {key: OffpromptOverflowStore.namespace(key) for key in KEYS + ["a b", "a_b"]}
+    names = {key: OffpromptOverflowStore.namespace(key) for key in [*KEYS, "a b", "a_b"]}
     assert len(set(names.values())) == len(names)
     for key, name in names.items():
         assert validate_namespace(name) == name
@@ -121,5 +121,5 @@ async def test_bad_input_gets_a_clear_error(store: OffpromptOverflowStore) -> No
     with pytest.raises(ValidationError, match="TaskMemory"):
         OffpromptOverflowStore("memory")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="not several"):
-        OffpromptOverflowStore(TaskMemory(), path=os.devnull)
+        OffpromptOverflowStore(store.memory, path=os.devnull)
     assert store.memory.namespaces() == []  # nothing stored by a refused write

@@ -55,8 +55,10 @@ def memory_tools(task_memory: TaskMemory, **options: Any) -> list[Tool[Any]]:
             (``summarizer``, ``max_output_tokens``, ``top_n``, ``summary_tokens``).
 
     Example:
-        >>> [tool.name for tool in memory_tools(TaskMemory())]
+        >>> memory = TaskMemory()
+        >>> [tool.name for tool in memory_tools(memory)]
         ['query_memory', 'grep_memory', 'read_memory', 'json_memory', 'summarize_memory']
+        >>> memory.close()
     """
     return [_tool(spec) for spec in memory_tool_specs(task_memory, **options)]
 
@@ -88,9 +90,10 @@ class OffpromptCapability(AbstractCapability[Any]):
     stored again, and an exception a tool returns passes through.
 
     Example:
-        >>> capability = OffpromptCapability(TaskMemory())
-        >>> sorted(capability.get_toolset().tools)
+        >>> memory = TaskMemory()
+        >>> sorted(OffpromptCapability(memory).get_toolset().tools)
         ['grep_memory', 'json_memory', 'query_memory', 'read_memory', 'summarize_memory']
+        >>> memory.close()
     """
 
     def __init__(self, task_memory: TaskMemory, *, min_tokens: int | None = None) -> None:
@@ -157,4 +160,3 @@ def _stored(original: ToolReturn | None, text: str, reference: StoredReference) 
     if original is None:
         return ToolReturn(return_value=text, metadata=metadata)
     return dataclasses.replace(original, return_value=text, metadata=metadata)
-

@@ -29,7 +29,6 @@ from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
@@ -84,7 +83,7 @@ def _to_offprompt(message: ModelMessage, run: dict[str, Any]) -> Message:
     raw = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
     return Message(
         role=_role(message),
-        content=[TextArtifact(text)] if text else [],
+        content=[TextArtifact(value=text)] if text else [],
         meta={RESERVED: {"run": run, "message": raw}},
     )
 
@@ -141,9 +140,7 @@ class OffpromptHistory(AbstractCapability[Any]):
         )
         self.session_id: str = self.memory.session_id
         self._store: ConversationStore = self.memory.store
-        self._conversation = ConversationMemory(
-            self._store, self.session_id + _CONVERSATION_SUFFIX
-        )
+        self._conversation = ConversationMemory(self._store, self.session_id + _CONVERSATION_SUFFIX)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -254,7 +251,7 @@ class OffpromptHistory(AbstractCapability[Any]):
         text = "\n".join(_text_of(message) for message in conversation.messages)
         message = Message(
             role="system",
-            content=[TextArtifact(text)] if text else [],
+            content=[TextArtifact(value=text)] if text else [],
             meta={RESERVED: {"conversation": data}},
         )
         self._check_open()
