@@ -4,6 +4,7 @@ exact, foreign messages written as histories pydantic-ai takes, losses reported.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,3 +159,27 @@ def test_what_pydantic_ai_cannot_carry_is_reported() -> None:
 def test_bad_input_gets_a_clear_error(bad: Any) -> None:
     with pytest.raises(DeserializationError, match=r"pydantic-ai|parts"):
         messages_from_model_messages(bad)
+
+
+def test_offprompt_migrate_between_pydantic_ai_and_langchain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from offprompt.cli import main
+
+    source = tmp_path / "history.json"
+    source.write_bytes(_real_json())
+    middle, back = tmp_path / "openai.json", tmp_path / "back.json"
+    home = ["--home", str(tmp_path / "home")]
+    argv = [*home, "migrate", "--from", "pydantic-ai", "--to", "openai-agents"]
+    assert main([*argv, str(source), str(middle)]) == 0
+    items = json.loads(middle.read_text(encoding="utf-8"))
+    assert {"role": "system", "content": "Be brief."} in items
+    argv = [*home, "migrate", "--from", "openai-agents", "--to", "pydantic-ai"]
+    assert main([*argv, str(middle), str(back)]) == 0
+    history = ModelMessagesTypeAdapter.validate_json(back.read_bytes())
+    calls = [p for m in history for p in m.parts if isinstance(p, ToolCallPart)]
+    assert [(c.tool_name, c.args_as_dict()) for c in calls[:2]] == [
+        ("weather", {"city": "Brest"}),
+        ("weather", {"city": "Nice"}),
+    ]
+    assert capsys.readouterr().out.strip()

@@ -4,6 +4,7 @@ any key, the namespace rule, durability across instances, and clear errors."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,9 @@ KEYS = ["", "/", "//", "..", "../..", "run-1/call-1.0", "a b!@#", "x" * 500, "\u
 
 
 @pytest.fixture
-def store() -> OffpromptOverflowStore:
-    return OffpromptOverflowStore()
+def store() -> Iterator[OffpromptOverflowStore]:
+    with OffpromptOverflowStore() as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("data", PAYLOADS, ids=range(len(PAYLOADS)))

@@ -43,6 +43,7 @@ from offprompt.interop.openai_agents import (
     read_sqlite_sessions,
     write_sqlite_sessions,
 )
+from offprompt.interop.pydantic_ai import messages_from_model_messages, messages_to_model_messages
 from offprompt.interop.report import ConversionReport
 from offprompt.messages import Message
 
@@ -179,6 +180,16 @@ def _write_agents_sqlite(
     return write_sqlite_sessions(path, sessions, report)
 
 
+def _read_pydantic_ai(text: str, report: ConversionReport) -> Sessions:
+    return {
+        None: messages_from_model_messages(loads_json(text, what="pydantic-ai messages"), report)
+    }
+
+
+def _write_pydantic_ai(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    return _dump(messages_to_model_messages(_only(sessions), report))
+
+
 def _binary(text: str, report: ConversionReport) -> Sessions:
     raise DeserializationError("a binary format is read from its file, not from text")
 
@@ -204,6 +215,7 @@ FORMATS: dict[str, Format] = {
             read_file=_read_agents_sqlite,
             write_file=_write_agents_sqlite,
         ),
+        Format("pydantic-ai", False, _read_pydantic_ai, _write_pydantic_ai),
     )
 }
 
@@ -248,6 +260,8 @@ def sniff(text: str) -> str | None:
             return "openai-agents"
         if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
             return "openai-agents"
+        if head.get("kind") in ("request", "response") and isinstance(head.get("parts"), list):
+            return "pydantic-ai"
     return None
 
 

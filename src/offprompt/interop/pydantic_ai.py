@@ -44,6 +44,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from offprompt._validation import loads_json
 from offprompt.artifacts import TextArtifact
 from offprompt.errors import DeserializationError
 from offprompt.interop.report import ConversionReport
@@ -60,15 +61,13 @@ RESERVED = "_pydantic_ai"
 """The ``meta`` key holding a message's pydantic-ai original."""
 
 _SOURCE = "pydantic-ai"
+_WHAT = "pydantic-ai messages"
 
 
 def _load(data: Any) -> list[Any]:
     """The list of message dicts in ``data`` (JSON text, a list, or a Conversation dict)."""
     if isinstance(data, (str, bytes, bytearray)):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise DeserializationError(f"pydantic-ai messages are not JSON: {exc}") from None
+        data = loads_json(bytes(data) if isinstance(data, bytearray) else data, what=_WHAT)
     if isinstance(data, Mapping) and isinstance(data.get("messages"), list):
         data = data["messages"]
     if isinstance(data, Mapping) or not isinstance(data, Sequence):
