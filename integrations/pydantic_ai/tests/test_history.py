@@ -6,6 +6,7 @@ and loaded exactly."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -111,15 +113,61 @@ async def test_sessions_on_one_store_stay_apart(tmp_path: Path) -> None:
 
 
 async def test_compaction_artifacts_are_left_out(history: OffpromptHistory) -> None:
+    """SummarizingCompaction's summaries are left out, as the harness's source leaves them."""
+    from pydantic_ai_harness.compaction._summary import summary_request
+
     run = RunRecord(run_id="r1", conversation_id="c1")
-    kept_request = ModelRequest(parts=[UserPromptPart("hello")])
-    summary = ModelRequest(parts=[CompactionPart(content="earlier: hello")])
-    mixed = ModelResponse(parts=[CompactionPart(content="s"), TextPart("hi there")])
-    await history.add_run(run, [kept_request, summary, mixed])
+    kept = ModelRequest(parts=[UserPromptPart("the ZEBRA passphrase is 42")])
+    reply = ModelResponse(parts=[TextPart("noted")])
+    summary = summary_request("older context")
+    merged = ModelRequest(parts=[*summary.parts, UserPromptPart("what was it again?")])
+    await history.add_run(run, [kept, reply, summary, merged])
     got = await history.run_history(run_id="r1")
-    assert len(got) == 2
-    assert got[0].parts == kept_request.parts
-    assert [type(p) for p in got[1].parts] == [TextPart]
+    assert [m.parts for m in got] == [kept.parts, reply.parts, merged.parts[1:]]
+
+
+# -- ported from the harness's tests/conversation_search/test_conversation_search.py ------
+
+
+async def test_legacy_summary_system_prompt_is_an_artifact(history: OffpromptHistory) -> None:
+    # test_summary_skip_stays_in_sync_with_compaction
+    from pydantic_ai_harness.conversation_search._source import SUMMARY_PREFIX
+
+    artifact = ModelRequest(parts=[SystemPromptPart(f"{SUMMARY_PREFIX}older summarized context")])
+    original = ModelRequest(parts=[UserPromptPart("KEEPME original detail")])
+    await history.add_run(RunRecord(run_id="r1"), [artifact, original])
+    assert [m.parts for m in await history.run_history(run_id="r1")] == [original.parts]
+
+
+async def test_user_authored_summary_lookalike_stays(history: OffpromptHistory) -> None:
+    # test_user_authored_summary_lookalike_stays_in_the_corpus
+    lookalike = ModelRequest(
+        parts=[SystemPromptPart("Summary of previous conversation: the ONYX migration is done.")]
+    )
+    application_part = ModelRequest(parts=[CompactionPart(content="an app's own compaction")])
+    await history.add_run(RunRecord(run_id="r1"), [lookalike, application_part])
+    got = await history.run_history(run_id="r1")
+    assert [m.parts for m in got] == [lookalike.parts, application_part.parts]
+
+
+async def test_repeated_identical_messages_keep_distinct_positions(
+    history: OffpromptHistory,
+) -> None:
+    repeated = ModelRequest(parts=[UserPromptPart("repeat this exactly")])
+    reply = ModelResponse(parts=[TextPart("done")])
+    await history.add_run(RunRecord(run_id="r1"), [repeated, repeated, reply])
+    got = await history.run_history(run_id="r1")
+    assert [m.parts for m in got] == [repeated.parts, repeated.parts, reply.parts]
+
+
+async def test_list_runs_in_started_at_order(history: OffpromptHistory) -> None:
+    # test_list_runs_delegates_to_store: every registered run, in order
+    early = RunRecord(run_id="r1", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    late = RunRecord(run_id="r2", started_at=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    message = [ModelRequest(parts=[UserPromptPart("x")])]
+    await history.add_run(late, message)
+    await history.add_run(early, message)
+    assert [r.run_id for r in await history.list_runs()] == ["r1", "r2"]
 
 
 async def test_the_harness_s_conversation_search_reads_the_runs(

@@ -15,7 +15,6 @@ its run, in ``meta["_pydantic_ai"]``, from which it is read back unchanged.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ import pydantic
 from pydantic_ai import Conversation, ConversationTypeAdapter, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
-    CompactionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
@@ -36,6 +34,11 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.run import AgentRunResult
+
+# The harness's own rule for "compaction artifacts" (SummarizingCompaction's marked
+# summaries, and the legacy summary system prompt), so run_history leaves out exactly what
+# its SnapshotHistorySource leaves out; an application's own CompactionPart stays.
+from pydantic_ai_harness.conversation_search._source import without_summary_artifacts
 from pydantic_ai_harness.step_persistence import RunRecord
 
 from offprompt.artifacts import TextArtifact
@@ -86,19 +89,6 @@ def _to_offprompt(message: ModelMessage, run: dict[str, Any]) -> Message:
         content=[TextArtifact(value=text)] if text else [],
         meta={RESERVED: {"run": run, "message": raw}},
     )
-
-
-def _without_compaction(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """``messages`` without compaction artifacts (``CompactionPart`` s, the messages left empty)."""
-    out: list[ModelMessage] = []
-    for message in messages:
-        parts = [p for p in message.parts if not isinstance(p, CompactionPart)]
-        if not parts:
-            continue
-        if len(parts) != len(message.parts):
-            message = dataclasses.replace(message, parts=parts)  # type: ignore[arg-type]
-        out.append(message)
-    return out
 
 
 def _same_conversation(run: RunRecord, other: RunRecord) -> bool:
@@ -232,7 +222,7 @@ class OffpromptHistory(AbstractCapability[Any]):
                 raw.append(message)
             elif not reached and _same_conversation(run, target):
                 raw.append(message)
-        return _without_compaction(ModelMessagesTypeAdapter.validate_python(raw))
+        return without_summary_artifacts(ModelMessagesTypeAdapter.validate_python(raw))
 
     # -- whole conversations ------------------------------------------------------------
 
