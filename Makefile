@@ -90,7 +90,7 @@ test: $(NETNS_STAMP)
 # What a registry would get: build the four distributions (sdist + wheel), check them as
 # a registry does, then install each alone from the built wheels into an empty virtualenv
 # and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
-DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/pydantic_ai
 dist-check: setup
 	rm -rf dist
 	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
