@@ -302,8 +302,15 @@ def _packages() -> set[str]:
     return found
 
 
+#: Adapters whose framework lives in a virtualenv of its own (its pins conflict with the
+#: main one's), so this one cannot import them: their own tests check their exports.
+OWN_VENV = {
+    "offprompt_pydantic_ai",  # make test-pydantic_ai: integrations/pydantic_ai/tests/test_imports.py
+}
+
+
 def test_every_public_package_is_listed() -> None:
-    assert _packages() == set(EXPORTS)
+    assert _packages() - OWN_VENV == set(EXPORTS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPORTS))
