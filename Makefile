@@ -54,7 +54,7 @@ lint: setup
 	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/offprompt
-	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
+	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src integrations/pydantic_ai/src
 	$(BIN)/python scripts/check_source.py
 	$(BIN)/python scripts/check_private.py src/offprompt/task_memory src/offprompt/mcp
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site-lint

@@ -33,6 +33,7 @@ SOURCES = (
     "integrations/demo/src",
     "integrations/anthropic/src",
     "integrations/openai_agents/src",
+    "integrations/pydantic_ai/src",
 )
 MAX_LINES = 900
 
