@@ -2,7 +2,10 @@
 
 A capability: at ``after_run`` it records the run (its ``RunRecord``: run id,
 conversation id, agent name, start time) and the messages the run added, so nothing a
-later compaction drops from the live context is lost. It is also the harness's
+compaction in a later run drops from the live context is lost. (A compaction that
+rewrites the history inside a run, before it ends, such as ``SummarizingCompaction``
+with a low ``max_messages``, leaves ``after_run`` only the compacted messages: pair it
+with the harness's ``StepPersistence`` for those runs.) It is also the harness's
 ``HistorySource`` (``list_runs``, ``run_history``), which ``ConversationSearch`` reads,
 and it keeps a whole ``pydantic_ai.Conversation`` (messages, usage, deferred tool
 requests) with :meth:`~OffpromptHistory.save` / :meth:`~OffpromptHistory.load`.
