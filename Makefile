@@ -5,9 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
-SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
+SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src \
+	integrations/pydantic_ai/src integrations/adk/src integrations/strands/src
 
-.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-strands test-adk
+.PHONY: setup test test-latest test-lowest demo lint format bench clean dist-check docs test-embeddings test-strands test-adk test-pydantic_ai
 
 $(STAMP): pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml integrations/demo/pyproject.toml integrations/anthropic/pyproject.toml integrations/openai_agents/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -44,7 +45,9 @@ $(NPM_STAMP): $(STAMP) $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && PATH="$(abspath $(BIN)):$$PATH" npm ci --no-audit --no-fund --silent
 	touch $@
 
-test: setup $(BROWSER_STAMP) $(PG_STAMP) $(NPM_STAMP)
+# pydantic-ai, Google ADK and Strands each run in their own virtualenv first (their pins
+# would move the main one's): see test-pydantic_ai, test-adk and test-strands below.
+test: setup $(BROWSER_STAMP) $(PG_STAMP) $(NPM_STAMP) test-pydantic_ai test-adk test-strands
 	$(BIN)/python -m pytest -n 2
 
 demo: setup
@@ -54,7 +57,7 @@ lint: setup
 	$(BIN)/ruff check $(SOURCES) tests integrations examples benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/offprompt
-	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src
+	$(BIN)/mypy --config-file integrations/mypy.ini integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src integrations/pydantic_ai/src
 	$(BIN)/python scripts/check_source.py
 	$(BIN)/python scripts/check_private.py $(SOURCES) tests $(wildcard integrations/*/tests)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site-lint
@@ -76,7 +79,7 @@ test-embeddings: setup
 		$(EMBED_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" tests_embeddings
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(LOWEST) $(STRANDS_VENV) $(ADK_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
+	rm -rf $(VENV) $(LATEST) $(LOWEST) $(STRANDS_VENV) $(ADK_VENV) $(PYDANTIC_AI_VENV) $(NPM_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .offprompt
 
 # The multi-host tests (tests/postgres/test_multihost.py) make network namespaces and
 # veth pairs with iproute2's ip (root); elsewhere they skip, saying why.
@@ -90,7 +93,7 @@ test: $(NETNS_STAMP)
 # What a registry would get: build the four distributions (sdist + wheel), check them as
 # a registry does, then install each alone from the built wheels into an empty virtualenv
 # and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
-DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/strands integrations/adk
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/strands integrations/adk integrations/pydantic_ai
 dist-check: setup
 	rm -rf dist
 	@for d in $(DISTS); do $(BIN)/python -m build --installer uv --quiet --outdir dist $$d >/dev/null || exit 1; done
@@ -163,7 +166,7 @@ test-lowest: setup $(PG_STAMP) $(NPM_STAMP)
 	$(LOWEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(DEEPAGENTS_FILES) $(DEEPAGENTS_NODES)
 
 # Strands Agents (offprompt-strands): its own virtualenv, as strands-agents' pins may
-# conflict with the main one's. Not part of `make test`: run it with `make test-strands`
+# conflict with the main one's; `make test` runs it first, or alone: `make test-strands`
 # (mypy of the adapter against the installed strands, then its tests and doctests).
 STRANDS_VENV := .venv-strands
 STRANDS_STAMP := $(STRANDS_VENV)/.installed-stamp
@@ -192,5 +195,20 @@ $(ADK_STAMP): pyproject.toml integrations/adk/pyproject.toml $(STAMP)
 	touch $(ADK_STAMP)
 
 test-adk: $(ADK_STAMP)
+	$(BIN)/mypy --config-file integrations/mypy.ini --python-executable $(ADK_VENV)/bin/python \
+		integrations/adk/src
 	$(ADK_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/adk/tests \
 		integrations/adk/tests integrations/adk/src
+
+# pydantic-ai with pydantic-ai-harness, which pins pydantic-ai-slim exactly: their own
+# virtualenv, so their pins never move the main .venv. Built from nothing behind a stamp.
+PYDANTIC_AI_VENV := .venv-pydantic_ai
+PYDANTIC_AI_STAMP := $(PYDANTIC_AI_VENV)/.installed-stamp
+$(PYDANTIC_AI_STAMP): $(STAMP) pyproject.toml integrations/pydantic_ai/pyproject.toml
+	test -x $(PYDANTIC_AI_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(PYDANTIC_AI_VENV)
+	$(BIN)/uv pip install --quiet --python $(PYDANTIC_AI_VENV)/bin/python -e ".[mcp]" -e integrations/pydantic_ai \
+		pytest pytest-asyncio pytest-timeout pytest-socket
+	touch $@
+
+test-pydantic_ai: $(PYDANTIC_AI_STAMP)
+	$(PYDANTIC_AI_VENV)/bin/python -m pytest -p no:cacheprovider -o testpaths=integrations/pydantic_ai/tests integrations/pydantic_ai/tests integrations/pydantic_ai/src

@@ -91,6 +91,11 @@ SCENARIOS = [
     Scenario(
         "offprompt-anthropic", "offprompt-anthropic", ROOT / "integrations/anthropic/README.md"
     ),
+    Scenario(
+        "offprompt-pydantic-ai",
+        "offprompt-pydantic-ai",
+        ROOT / "integrations/pydantic_ai/README.md",
+    ),
 ]
 
 
@@ -221,6 +226,7 @@ def check_scenario(scenario: Scenario, dist: Path, work: Path, uv: str) -> float
         "offprompt-llamaindex": ["llama-index-core"],
         "offprompt-openai-agents": ["mcp"],  # openai-agents itself depends on mcp
         "offprompt-anthropic": [],
+        "offprompt-pydantic-ai": [],  # pydantic-ai-slim's MCP support is an extra
     }[scenario.name]
     if sorted(frameworks) != expected:
         raise CheckFailed(

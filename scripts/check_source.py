@@ -32,6 +32,7 @@ SOURCES = (
     "integrations/demo/src",
     "integrations/anthropic/src",
     "integrations/openai_agents/src",
+    "integrations/pydantic_ai/src",
 )
 
 

@@ -70,6 +70,9 @@ NO_RUN = {
     "docs/operations/several-machines.md": 1,  # a PostgreSQL server and a Qdrant server
     "docs/guides/strands.md": 2,  # strands-agents, in its own venv (make test-strands)
     "docs/guides/adk.md": 2,  # google-adk: run by integrations/adk/tests/test_guide.py
+    # pydantic-ai's pins need a virtualenv of their own (make test-pydantic_ai), where
+    # integrations/pydantic_ai/tests/test_guide.py runs all three
+    "docs/guides/pydantic-ai.md": 3,
 }
 
 

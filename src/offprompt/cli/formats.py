@@ -49,6 +49,7 @@ from offprompt.interop.openai_agents import (
     read_sqlite_sessions,
     write_sqlite_sessions,
 )
+from offprompt.interop.pydantic_ai import messages_from_model_messages, messages_to_model_messages
 from offprompt.interop.report import ConversionReport
 from offprompt.interop.strands import messages_from_strands, messages_to_strands
 from offprompt.messages import Message
@@ -223,6 +224,16 @@ def _write_strands(sessions: Mapping[str, Sequence[Message]], report: Conversion
     return _dump(messages_to_strands(messages, report=report))
 
 
+def _read_pydantic_ai(text: str, report: ConversionReport) -> Sessions:
+    return {
+        None: messages_from_model_messages(loads_json(text, what="pydantic-ai messages"), report)
+    }
+
+
+def _write_pydantic_ai(sessions: Mapping[str, Sequence[Message]], report: ConversionReport) -> str:
+    return _dump(messages_to_model_messages(_only(sessions), report))
+
+
 def _binary(text: str, report: ConversionReport) -> Sessions:
     raise DeserializationError("a binary format is read from its file, not from text")
 
@@ -258,6 +269,7 @@ FORMATS: dict[str, Format] = {
             read_file=_read_agents_sqlite,
             write_file=_write_agents_sqlite,
         ),
+        Format("pydantic-ai", False, _read_pydantic_ai, _write_pydantic_ai),
     )
 }
 
@@ -295,19 +307,26 @@ def sniff(text: str) -> str | None:
             return "adk"  # a Session's JSON
         return "offprompt" if _looks_like_message(document) else None
     if isinstance(document, list) and document and isinstance(document[0], dict):
-        head = document[0]
-        if "type" in head and isinstance(head.get("data"), dict):
-            return "langchain"
-        if "role" in head and ("blocks" in head or "additional_kwargs" in head):
-            return "llamaindex"
-        if _looks_like_strands(head):
-            return "strands"
-        if "author" in head and "invocation_id" in head:
-            return "adk"
-        if "role" in head and "content" in head and "created_at" not in head:
-            return "openai-agents"
-        if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
-            return "openai-agents"
+        return _sniff_list(document[0])
+    return None
+
+
+def _sniff_list(head: dict[str, Any]) -> str | None:
+    """The format of a JSON list whose first item is ``head``."""
+    if "type" in head and isinstance(head.get("data"), dict):
+        return "langchain"
+    if "role" in head and ("blocks" in head or "additional_kwargs" in head):
+        return "llamaindex"
+    if _looks_like_strands(head):
+        return "strands"
+    if "author" in head and "invocation_id" in head:
+        return "adk"
+    if "role" in head and "content" in head and "created_at" not in head:
+        return "openai-agents"
+    if isinstance(head.get("type"), str) and ("call_id" in head or head["type"] == "reasoning"):
+        return "openai-agents"
+    if head.get("kind") in ("request", "response") and isinstance(head.get("parts"), list):
+        return "pydantic-ai"
     return None
 
 

@@ -184,6 +184,7 @@ class OffpromptArtifactService(BaseArtifactService):
                 raise InputValidationError(
                     "Session ID must be provided for session-scoped artifacts."
                 )
+            # private-ok: ADK's own check, so its error is ADK's
             artifact_util._validate_session_id_for_flat_storage(session_id)
         part = ensure_part(artifact)
         where = self._where(app_name, user_id, filename, session_id)
@@ -221,13 +222,14 @@ class OffpromptArtifactService(BaseArtifactService):
         version: int | None = None,
     ) -> types.Part | None:
         """The version (the latest by default), or ``None``; references are followed."""
+        # private-ok: ADK's own reference depth limit
         return await self._load(
             app_name,
             user_id,
             filename,
             session_id,
-            version,
-            artifact_util._MAX_ARTIFACT_REFERENCE_DEPTH,
+            version=version,
+            depth=artifact_util._MAX_ARTIFACT_REFERENCE_DEPTH,
         )
 
     async def _load(
@@ -236,6 +238,7 @@ class OffpromptArtifactService(BaseArtifactService):
         user_id: str,
         filename: str,
         session_id: str | None,
+        *,
         version: int | None,
         depth: int,
     ) -> types.Part | None:
@@ -259,9 +262,10 @@ class OffpromptArtifactService(BaseArtifactService):
                 parsed.user_id,
                 parsed.filename,
                 parsed.session_id,
-                parsed.version,
-                depth - 1,
+                version=parsed.version,
+                depth=depth - 1,
             )
+        # private-ok: ADK's own tombstone test, so a rewind loads as in ADK
         if part == types.Part() or artifact_util._is_rewind_tombstone(part):
             return None
         return part

@@ -19,8 +19,12 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 from google.adk.events.event import Event
+
+# private-ok: ADK's memory helpers, so ranking matches its in-memory service
 from google.adk.memory import _utils
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+
+# private-ok: ADK's own keyword ranking, reused to match its in-memory service
 from google.adk.memory.in_memory_memory_service import (
     _extract_searchable_words,
     _extract_words_lower,

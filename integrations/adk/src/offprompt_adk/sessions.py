@@ -29,6 +29,8 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.platform import time as platform_time
+
+# private-ok: ADK's session helpers, so state scoping matches its services
 from google.adk.sessions import _session_util
 from google.adk.sessions.base_session_service import (
     BaseSessionService,
@@ -161,6 +163,7 @@ class OffpromptSessionService(BaseSessionService):
             state=_merge(app, user, record["state"]),
             last_update_time=record["update_time"],
         )
+        # private-ok: ADK's stale-session marker, set as its own services set it
         session._storage_update_marker = str(record["revision"])
         return session
 
@@ -287,6 +290,7 @@ class OffpromptSessionService(BaseSessionService):
         record = self._record(session.app_name, session.user_id, session.id)
         if record is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
+        # private-ok: ADK's stale-session marker, set as its own services set it
         marker = session._storage_update_marker
         if (marker is not None and marker != str(record["revision"])) or (
             marker is None and record["update_time"] > session.last_update_time
@@ -307,4 +311,5 @@ class OffpromptSessionService(BaseSessionService):
         record["revision"] = int(record["revision"]) + 1
         self.store.set_state(session.id, RECORD_KEY, record, scope=scope)
         session.last_update_time = event.timestamp
+        # private-ok: ADK's stale-session marker, set as its own services set it
         session._storage_update_marker = str(record["revision"])

@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# private-ok: Strands' own id check, so its errors are Strands'
 from strands import _identifier
 from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
