@@ -49,7 +49,7 @@ from offprompt.conversation import ConversationMemory
 from offprompt.conversation.opening import open_memory
 from offprompt.errors import ValidationError
 from offprompt.messages import Message
-from offprompt.stores import ConversationStore, release_store
+from offprompt.stores import BaseStore, release_store
 
 __all__ = ["DEFAULT_SESSION", "RESERVED", "OffpromptHistory"]
 
@@ -125,14 +125,14 @@ class OffpromptHistory(AbstractCapability[Any]):
         session_id: str | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
-        store: ConversationStore | None = None,
+        store: BaseStore | None = None,
     ) -> None:
         self._owns_store = store is None
         self.memory: ConversationMemory = open_memory(
             DEFAULT_SESSION if session_id is None else session_id, store=store, path=path
         )
         self.session_id: str = self.memory.session_id
-        self._store: ConversationStore = self.memory.store
+        self._store: BaseStore = self.memory.store
         self._conversation = ConversationMemory(self._store, self.session_id + _CONVERSATION_SUFFIX)
         self._lock = threading.Lock()
         self._closed = False
