@@ -90,7 +90,7 @@ $(NETNS_STAMP): $(STAMP)
 
 test: $(NETNS_STAMP)
 
-# What a registry would get: build the four distributions (sdist + wheel), check them as
+# What a registry would get: build the nine distributions (sdist + wheel), check them as
 # a registry does, then install each alone from the built wheels into an empty virtualenv
 # and run its README's first example there (scripts/check_distributions.py). .ci/run runs it.
 DISTS := . integrations/langchain integrations/llamaindex integrations/demo integrations/openai_agents integrations/anthropic integrations/strands integrations/adk integrations/pydantic_ai
@@ -131,7 +131,7 @@ test-latest: setup $(PG_STAMP) $(NPM_STAMP)
 	$(LATEST)/bin/python -m pytest -n 2 -p no:cacheprovider $(LATEST_EXCLUDED) $(LATEST_TESTS)
 
 # The oldest releases the declared ranges allow: a third virtualenv where every runtime
-# dependency of the six distributions is resolved to its declared lower bound
+# dependency of the core and the first five adapters is resolved to its declared lower bound
 # (`--resolution lowest-direct`; their own dependencies at the newest that fit), then
 # the test tools at whatever releases fit beside them (the runtime versions frozen as
 # constraints, so no tool can lift one), running the same tests as test-latest. A bound

@@ -96,6 +96,8 @@ SCENARIOS = [
         "offprompt-pydantic-ai",
         ROOT / "integrations/pydantic_ai/README.md",
     ),
+    Scenario("offprompt-adk", "offprompt-adk", ROOT / "integrations/adk/README.md"),
+    Scenario("offprompt-strands", "offprompt-strands", ROOT / "integrations/strands/README.md"),
 ]
 
 
@@ -227,6 +229,8 @@ def check_scenario(scenario: Scenario, dist: Path, work: Path, uv: str) -> float
         "offprompt-openai-agents": ["mcp"],  # openai-agents itself depends on mcp
         "offprompt-anthropic": [],
         "offprompt-pydantic-ai": [],  # pydantic-ai-slim's MCP support is an extra
+        "offprompt-adk": [],  # google-adk's MCP support is an extra
+        "offprompt-strands": ["mcp"],  # strands-agents itself depends on mcp
     }[scenario.name]
     if sorted(frameworks) != expected:
         raise CheckFailed(
