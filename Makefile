@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PACKAGES := -e ".[mcp,postgres,otel]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
+PACKAGES := -e ".[mcp,postgres,otel,sql]" -e integrations/langchain -e integrations/llamaindex -e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 SOURCES := src/offprompt integrations/langchain/src integrations/llamaindex/src integrations/demo/src integrations/anthropic/src integrations/openai_agents/src \
 	integrations/pydantic_ai/src integrations/adk/src integrations/strands/src
 
@@ -121,7 +121,7 @@ LATEST_TESTS := tests/mcp integrations/langchain/tests integrations/llamaindex/t
 LATEST_EXCLUDED := --ignore=tests/mcp/test_langchain_adapter.py
 LATEST_SHOWN := mcp pydantic langchain-core langchain langgraph langgraph-checkpoint llama-index-core \
 	psycopg psycopg-pool qdrant-client qdrant-edge-py tiktoken numpy deepagents openai-agents anthropic \
-	opentelemetry-api
+	opentelemetry-api duckdb
 
 test-latest: setup $(PG_STAMP) $(NPM_STAMP)
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
@@ -139,7 +139,7 @@ test-latest: setup $(PG_STAMP) $(NPM_STAMP)
 # The deepagents extra wants newer LangChain releases than the other distributions'
 # lowest, so it gets a second step: added at its own lowest, its tests run after.
 LOWEST := .venv-lowest
-LOWEST_PACKAGES := -e ".[mcp,postgres,otel]" -e "integrations/langchain[agents]" -e integrations/llamaindex \
+LOWEST_PACKAGES := -e ".[mcp,postgres,otel,sql]" -e "integrations/langchain[agents]" -e integrations/llamaindex \
 	-e integrations/demo -e integrations/anthropic -e integrations/openai_agents
 LOWEST_TOOLS := pytest pytest-asyncio pytest-timeout pytest-socket pytest-xdist hypothesis \
 	langchain-tests langgraph-checkpoint-conformance langgraph-checkpoint-sqlite \

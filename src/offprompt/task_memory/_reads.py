@@ -20,6 +20,7 @@ from offprompt.artifacts import (
 )
 from offprompt.errors import (
     NotFoundError,
+    NotJsonError,
     RangeError,
     StorageError,
     ValidationError,
@@ -29,6 +30,7 @@ from offprompt.task_memory._index_jobs import Indexer
 from offprompt.task_memory._namespace_meta import ArtifactEntry, NamespaceMeta
 from offprompt.task_memory._parts import Parts
 from offprompt.task_memory._views import Views
+from offprompt.task_memory.sql import TableSource
 from offprompt.task_memory.storage import (
     TextArtifactStorage,
 )
@@ -128,6 +130,17 @@ class Reader:
             name=namespace,
             meta={"start": first, "stop": stop_at, "total_lines": view.lines},
         )
+
+    def sql_source(self, namespace: str) -> TableSource:
+        """``namespace`` as a SQL table: its JSON data, or else its text as lines."""
+        with self.indexer.reading():
+            try:
+                _, value = self.views.json(namespace)
+            except NotJsonError:
+                return TableSource(namespace, text=self.views.text(namespace).data)
+            if value is None:  # JSON null: one row, one NULL value
+                return TableSource(namespace, json_value={"value": None})
+            return TableSource(namespace, json_value=value)
 
     def json_outline(self, namespace: str, depth: int) -> str:
         """The shape of ``namespace``'s JSON data."""

@@ -32,7 +32,7 @@ and one batch of chunks beyond the text itself).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,11 +77,15 @@ from offprompt.task_memory.card import OutputStats, render_card
 from offprompt.task_memory.catalog import StoreCatalog
 from offprompt.task_memory.meta import ActionSubtaskMetaEntry
 from offprompt.task_memory.results import NamespaceMetadata, Stored
+from offprompt.task_memory.sql import SqlLimits, SqlResult, run_sql
 from offprompt.task_memory.storage import ArtifactStorage, BlobArtifactStorage, TextArtifactStorage
 from offprompt.task_memory.text_view import GrepResult
 from offprompt.tokens import TiktokenTokenizer
 from offprompt.trace import InMemoryTracer, TraceEvent, Tracer, emit_safely
 from offprompt.vectors import QdrantVectorStore
+
+#: Stored outputs one SQL query may read.
+MAX_SQL_TABLES = 8
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -613,6 +617,34 @@ class TaskMemory:
             JsonQueryError: The expression does not parse or fails on the value.
         """
         return self._reader.json_query(namespace, expression)
+
+    def sql(
+        self,
+        references: str | Sequence[str],
+        query: str,
+        *,
+        limits: SqlLimits | None = None,
+    ) -> SqlResult:
+        """Run the SQL ``query`` (one ``SELECT``) over stored outputs, on DuckDB, sandboxed.
+
+        Each namespace in ``references`` is a table of that name (quote it in the query:
+        ``SELECT count(*) FROM "logs-1"``): the rows of its JSON data (what
+        :meth:`json_query` reads, so JSON lines, YAML and CSV too), or else its lines as
+        ``(line_number, line)``. Several references join. See :mod:`offprompt.task_memory.sql`
+        for the sandbox; it needs the ``offprompt[sql]`` extra.
+
+        Raises:
+            NotFoundError: An unknown namespace.
+            SqlError: A refused query, or one that failed or ran out of time or memory.
+            OffpromptError: DuckDB is not installed.
+        """
+        names = [references] if isinstance(references, str) else list(references)
+        if not names or len(names) > MAX_SQL_TABLES:
+            raise ValidationError(
+                f"references must name 1 to {MAX_SQL_TABLES} stored outputs, got {len(names)}"
+            )
+        sources = [self._reader.sql_source(name) for name in names]
+        return run_sql(sources, query, limits=limits)
 
     # ------------------------------------------------------------------ reading
 

@@ -32,6 +32,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from offprompt.errors import ExpiredError, NamespaceError, OffpromptError, ValidationError
 from offprompt.task_memory.offload import ACTIVITY, DEFAULT_MAX_OUTPUT_TOKENS, bound_text
+from offprompt.task_memory.sql import sql_available
 from offprompt.tokens import TokenCodec
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MEMORY_TOOL_NAMES",
+    "SQL_MEMORY_TOOL",
     "MemoryToolSpec",
     "ToolResult",
     "memory_tool_specs",
@@ -53,6 +55,10 @@ MEMORY_TOOL_NAMES = (
     "json_memory",
     "summarize_memory",
 )
+
+#: The sixth memory tool, SQL over stored outputs: offered with ``sql=True`` where DuckDB
+#: (``offprompt[sql]``) is installed.
+SQL_MEMORY_TOOL = "sql_memory"
 
 LINE_CHARS = 500
 """Characters of one line a grep match or a line read shows; longer lines are cut."""
@@ -149,6 +155,25 @@ class JsonMemoryArgs(_Target):
 
 class SummarizeMemoryArgs(_Target):
     """Arguments of ``summarize_memory``."""
+
+
+class SqlMemoryArgs(BaseModel):
+    """Arguments of ``sql_memory``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_name: str | None = Field(
+        default=None,
+        description='The memory_name quoted in the references, e.g. "TaskMemory".',
+    )
+    references: list[str] = Field(
+        description="The artifact_namespace of each stored output the query reads (1 to 8); "
+        'each is a table of that name, to be double-quoted in the query: "name".',
+    )
+    query: str = Field(
+        description="One DuckDB SQL SELECT. A JSON or CSV output is a table of its rows; "
+        "any other output is a table of its lines (line_number, line).",
+    )
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -319,33 +344,36 @@ class _Tools:
         self.summary_tokens = summary_tokens
 
     def resolve(self, args: _Target) -> TaskMemory:
-        if args.memory_name is None:
+        return self.resolve_name(args.memory_name, args.artifact_namespace)
+
+    def resolve_name(self, memory_name: str | None, namespace: str) -> TaskMemory:
+        if memory_name is None:
             if len(self.memories) != 1:
                 raise _ModelError(
                     "memory_name is required: use the memory_name quoted in the reference"
                 )
             memory = next(iter(self.memories.values()))
         else:
-            found = self.memories.get(args.memory_name)
+            found = self.memories.get(memory_name)
             if found is None:
                 known = ", ".join(f'"{n}"' for n in sorted(self.memories))
                 raise _ModelError(
-                    f'Unknown memory_name "{_echo(args.memory_name)}". Use the memory_name '
+                    f'Unknown memory_name "{_echo(memory_name)}". Use the memory_name '
                     f"quoted in the reference ({known})."
                 )
             memory = found
         try:
-            known_namespace = memory.has_namespace(args.artifact_namespace)
+            known_namespace = memory.has_namespace(namespace)
         except NamespaceError:
             known_namespace = False
         else:
-            missing = None if known_namespace else memory.lookup_error(args.artifact_namespace)
+            missing = None if known_namespace else memory.lookup_error(namespace)
             if isinstance(missing, ExpiredError):
                 raise _ModelError(f"{missing} (it was stored; it is gone, not misnamed).")
         if not known_namespace:
             # Never list the memory's namespaces: they may belong to other conversations.
             raise _ModelError(
-                f'Unknown artifact_namespace "{_echo(args.artifact_namespace)}" in memory '
+                f'Unknown artifact_namespace "{_echo(namespace)}" in memory '
                 f'"{memory.name}". Use the artifact_namespace quoted in the reference, exactly.'
             )
         return memory
@@ -438,6 +466,15 @@ class _Tools:
         quoted = json.dumps(args.expression, ensure_ascii=False)
         return f'Result of {quoted} on artifact_namespace "{namespace}":\n{text}'
 
+    def sql(self, args: SqlMemoryArgs) -> str:
+        if not args.references:
+            raise _ModelError("references must name at least one artifact_namespace")
+        memories = {self.resolve_name(args.memory_name, ns).name for ns in args.references}
+        if len(memories) != 1:
+            raise _ModelError("one query reads the outputs of one memory_name")
+        memory = self.memories[memories.pop()]
+        return memory.sql(args.references, args.query).text()
+
     def _budget(self) -> int:
         if self.summarizer is None:  # the excerpt's own header is in its budget
             return self.summary_tokens or self.max_output_tokens
@@ -471,8 +508,13 @@ def memory_tool_specs(
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     top_n: int = 5,
     summary_tokens: int | None = None,
+    sql: bool = False,
 ) -> list[MemoryToolSpec]:
     """The five memory tools over ``task_memory``, in the order of :data:`MEMORY_TOOL_NAMES`.
+
+    With ``sql=True`` a sixth, ``sql_memory`` (:data:`SQL_MEMORY_TOOL`), follows them:
+    SQL over stored outputs (see :meth:`TaskMemory.sql`). It is opt-in, and needs the
+    ``offprompt[sql]`` extra (DuckDB): asked for without it, this raises.
 
     Args:
         task_memory: One memory, or several told apart by their ``name`` (the model
@@ -483,9 +525,11 @@ def memory_tool_specs(
         top_n: Passages ``query_memory`` returns when the model does not say.
         summary_tokens: Budget of a summary (about ``max_output_tokens`` by default; an
             excerpt's, with its header).
+        sql: Add ``sql_memory``.
 
     Raises:
         ValidationError: No memory, two memories with one name, or a bad bound.
+        OffpromptError: ``sql=True`` without DuckDB installed.
 
     Example:
         >>> from offprompt.artifacts import TextArtifact
@@ -539,7 +583,9 @@ def memory_tool_specs(
         "max_output_tokens": max_output_tokens,
         "tokenizer": memories[0].tokenizer,
     }
-    return [
+    if sql and not sql_available():
+        raise OffpromptError('sql=True needs DuckDB: pip install "offprompt[sql]"')
+    specs = [
         MemoryToolSpec(
             "query_memory",
             "Search a tool output that was stored in memory instead of being shown, and return "
@@ -591,3 +637,19 @@ def memory_tool_specs(
             **common,
         ),
     ]
+    if sql:
+        specs.append(
+            MemoryToolSpec(
+                SQL_MEMORY_TOOL,
+                "Answer a question about stored tool outputs with one SQL SELECT (DuckDB): "
+                "counts, sums, grouping, dates, joins across outputs, without reading them. "
+                "Each reference is a table named by its artifact_namespace (double-quote it); "
+                "a JSON, JSON lines or CSV output has one row per record, any other output "
+                f"one row per line (line_number, line). {_WHERE}",
+                SqlMemoryArgs,
+                tools.sql,
+                hint="; aggregate, or add LIMIT",
+                **common,
+            )
+        )
+    return specs

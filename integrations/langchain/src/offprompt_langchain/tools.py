@@ -554,8 +554,10 @@ def task_memory_tools(
     top_n: int = 5,
     summarizer: TextSummarizer | None = None,
     summary_tokens: int | None = None,
+    sql: bool = False,
 ) -> list[BaseTool]:
-    """The tools a model uses to get at outputs stored off-prompt (the core's five).
+    """The tools a model uses to get at outputs stored off-prompt (the core's five, and
+    ``sql_memory`` with ``sql=True``).
 
     * ``query_memory(memory_name, artifact_namespace, query, top_n=None)``: the best
       passages (hybrid retrieval), with their page numbers.
@@ -581,9 +583,12 @@ def task_memory_tools(
         top_n: Passages ``query_memory`` returns unless the model asks otherwise.
         summarizer: A ``TextSummarizer`` (e.g. ``LangChainSummarizer``).
         summary_tokens: Budget of ``summarize_memory``.
+        sql: Add ``sql_memory(references, query)``, SQL over stored outputs on DuckDB
+            (needs ``offprompt[sql]``; see ``TaskMemory.sql``).
 
     Raises:
         ValidationError: No task memory, two with one name, or bad bounds.
+        OffpromptError: ``sql=True`` without DuckDB installed.
 
     Example:
         >>> from offprompt.artifacts import TextArtifact
@@ -602,5 +607,6 @@ def task_memory_tools(
         max_output_tokens=max_output_tokens,
         top_n=top_n,
         summary_tokens=summary_tokens,
+        sql=sql,
     )
     return [_langchain_tool(spec) for spec in specs]
