@@ -1,12 +1,12 @@
 """Check what would be published: the built distributions, each installed alone.
 
-``make dist-check`` builds the four distributions into ``dist/`` (``python -m build``),
-runs ``twine check --strict`` on them, then runs this script, which
+``make dist-check`` builds the nine distributions of its ``DISTS`` into ``dist/``
+(``python -m build``), runs ``twine check --strict`` on them, then runs this script, which
 
 1. checks that the core's sdist holds only the core (no ``integrations/``,
    ``benchmarks/``, ``tests/``, ``docs/``), and that every adapter pins the core's minor;
-2. for each of ``offprompt``, ``offprompt[mcp]``, ``offprompt-langchain`` and
-   ``offprompt-llamaindex``: makes an EMPTY virtualenv, installs the built wheel (the
+2. for each of ``SCENARIOS`` (``offprompt``, ``offprompt[mcp]`` and each adapter but
+   the demo): makes an EMPTY virtualenv, installs the built wheel (the
    core from ``dist/`` too, never the checkout; dependencies from the package index) and
    runs the first Python example of that distribution's README there, in an empty
    directory, so nothing of the checkout can be imported. ``offprompt[mcp]`` also starts

@@ -6,13 +6,36 @@ that points nowhere, so a page can load nothing beyond the loopback interface.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+
+def place_fds(sources: Sequence[int], first: int = 3) -> None:
+    """Put ``sources`` at ``first``, ``first + 1``, ... and make them inheritable.
+
+    For a ``preexec_fn`` (it runs in the child, between fork and exec). ``os.dup2`` clears
+    close-on-exec on the copy, but a descriptor that already sits at its target (a pipe
+    that landed on fd 3) is not copied, so its flag is cleared here instead. A source that
+    sits on another source's target is first moved out of the way, so no dup2 clobbers it.
+    """
+    end = first + len(sources)
+    placed = [
+        fcntl.fcntl(fd, fcntl.F_DUPFD, end) if first <= fd < end and fd != first + i else fd
+        for i, fd in enumerate(sources)
+    ]
+    for i, fd in enumerate(placed):
+        target = first + i
+        if fd == target:
+            os.set_inheritable(fd, True)
+        else:
+            os.dup2(fd, target)  # the copy is inheritable (close-on-exec cleared)
 
 
 def find_chromium() -> str | None:
@@ -78,8 +101,7 @@ class Browser:
         self._from_chrome, from_chrome_w = os.pipe()
 
         def at_3_and_4() -> None:  # the protocol pipe: Chromium reads fd 3, writes fd 4
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            place_fds((to_chrome_r, from_chrome_w))
 
         self._proc = subprocess.Popen(
             [

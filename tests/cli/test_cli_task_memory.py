@@ -72,11 +72,14 @@ def test_query_read_inspect_and_show_sizes(cli, home: Path, tmp_path: Path) -> N
     )
     assert row["tokens"] > 10_000
     assert listing["sessions"][0]["session"] == "vault"
+    table = cli("inspect")  # sizes in powers of 1024, so labelled KiB/MiB, not KB/MB
+    assert table.returncode == 0, table.stderr
+    assert f"{size / 1024:.1f} KiB" in table.stdout and " KB" not in table.stdout
 
     shown = cli("show", "vault")
     assert shown.returncode == 0, shown.stderr
     assert (
-        f"stored off-prompt: report-q3 ({size / 1024:.1f} KB, {row['tokens']:,} tokens) from FileReader.read_report"
+        f"stored off-prompt: report-q3 ({size / 1024:.1f} KiB, {row['tokens']:,} tokens) from FileReader.read_report"
         in shown.stdout
     )
 

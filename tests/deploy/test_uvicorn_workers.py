@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -183,7 +184,9 @@ def check_query(answer: str) -> None:
     # The two lines of the log that name this block, found by meaning-and-words search.
     wanted = [line for line in LOG_LINES if "blk_-8775602795571523802" in line]
     assert len(wanted) == 2
-    assert "passage(s) from" in answer and any(line in answer for line in wanted), answer[:2000]
+    assert re.match(r"\d+ (passage\(s\)|of \d+ passages) from ", answer) and any(
+        line in answer for line in wanted
+    ), answer[:2000]
 
 
 OPS: list[tuple[str, str, dict[str, Any], Callable[[str], None]]] = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -58,7 +59,8 @@ async def test_serve_reads_what_the_demo_stored(demo_home, call_memory):
         assert f"- {namespace}: tool fetch_server_log" in outputs
         found = await call_memory(session, "query_memory", namespace, query="rollback requested")
         # BM25 ranks only passages sharing a term with the query: the rollback line first
-        assert found.split(" ", 1)[1].startswith("passage(s) from")
+        # (all the passages found, or as many as the answer's bound holds whole)
+        assert re.match(r"\d+ (passage\(s\)|of \d+ passages) from ", found), found[:300]
         assert "rollback of release" in found.split("\n\n[2]")[0]
 
         sessions = text_of(await session.call_tool("list_sessions", {}))

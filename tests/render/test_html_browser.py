@@ -97,7 +97,7 @@ def test_page_renders_messages_tool_call_and_decoded_images(tmp_path: Path) -> N
     assert "Revenue grew 12%." in dom and "You read reports." in dom
     assert re.search(r'class="tool-call"[^>]*data-tool="read_file"', dom)
     assert "&quot;path&quot;: &quot;q3.pdf&quot;" in dom or '"path": "q3.pdf"' in dom
-    assert 'data-namespace="report-q3"' in dom and "5.1 MB, 1,200,000 tokens" in dom
+    assert 'data-namespace="report-q3"' in dom and "5.1 MiB, 1,200,000 tokens" in dom
     widths = re.findall(r'<img [^>]*data-decoded-width="(\d+)"', dom)
     assert sorted(int(w) for w in widths) == [64, 120]  # both images decoded to their real size
     assert "pwned" not in re.sub(r"&lt;.*?&gt;", "", dom.split("<body", 1)[1].split(">", 1)[0])

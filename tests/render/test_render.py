@@ -15,6 +15,7 @@ from offprompt.artifacts import BlobArtifact, ImageArtifact, JsonArtifact, TextA
 from offprompt.messages import Message, ToolCall
 from offprompt.render import NamespaceInfo, find_references, render_html, render_timeline
 from offprompt.render.html import FOLD_CHARS
+from offprompt.render.references import human_bytes
 from offprompt.stores.base import StoredMessage
 
 REF = 'Output of "{tool}" was stored in memory with memory_name "{memory}" and artifact_namespace "{ns}".'
@@ -60,8 +61,18 @@ def test_namespace_info_from_metadata_and_size_text() -> None:
             "extra": 1,
         },
     )
-    assert info.size_text() == "5.0 MB, 1,234,567 tokens"
+    assert info.size_text() == "5.0 MiB, 1,234,567 tokens"
     assert NamespaceInfo.from_metadata("ns", {"bytes": True}).size_text() == "size unknown"
+
+
+def test_human_bytes_labels_powers_of_1024_as_binary_units() -> None:
+    assert [human_bytes(n) for n in (1023, 1536, 5 * 2**20, 3 * 2**30, 2**40)] == [
+        "1023 B",
+        "1.5 KiB",
+        "5.0 MiB",
+        "3.0 GiB",
+        "1024.0 GiB",
+    ]
 
 
 def _conversation() -> list[Message]:
@@ -109,7 +120,7 @@ def test_html_page_has_every_part_escaped_and_self_contained() -> None:
     assert 'class="msg role-system"' in page and 'class="msg role-tool"' in page
     assert '<div class="tool-call" id="call-c_1" data-tool="lookup">' in page
     assert '<a href="#call-c_1"><span class="name">lookup</span></a>' in page
-    assert 'data-namespace="big-1"' in page and "(2.0 KB, 512 tokens)" in page
+    assert 'data-namespace="big-1"' in page and "(2.0 KiB, 512 tokens)" in page
     assert "&quot;k&quot;: &quot;&lt;v&gt;&quot;" in page
     assert "binary application/pdf, 2 bytes" in page
     assert "<details" in page and f"({FOLD_CHARS + 10:,} characters)" in page
@@ -171,7 +182,7 @@ def test_timeline_shows_everything_and_never_interprets_markup() -> None:
     assert "[image] Image (png, 7x5 pixels" in out
     assert 'calls lookup({"q": "</pre><script>x</script>"})  id c/1' in out
     assert "← result of lookup (c/1)" in out
-    assert "stored off-prompt: big-1 (3.0 KB, 700 tokens) from Lookup.search" in out
+    assert "stored off-prompt: big-1 (3.0 KiB, 700 tokens) from Lookup.search" in out
     assert "[binary] application/pdf, 2 bytes" in out
     assert f"[{FOLD_CHARS + 10 - 100:,} characters not shown]" in out
     assert "[red]not red[/red] and [link=x]y[/link]" in out

@@ -166,6 +166,30 @@ def test_the_page_of_a_passage_in_non_ascii_text_is_where_it_starts() -> None:
         assert starts in page.text.split(":\n", 1)[1] or starts in before.text
 
 
+def test_query_header_counts_the_passages_delivered(memory: TaskMemory) -> None:
+    found = memory.query("logs-1", "FAILED E-4711", top_n=5).value
+    assert len(found) == 5
+    two = sum(
+        memory.tokenizer.count(f"[{i}] (page 0)\n{h.to_text()}") for i, h in enumerate(found[:2])
+    )
+    bound = two + 80  # room for the header and two whole passages, not three
+    assert bound < two + memory.tokenizer.count(found[2].to_text())
+    query = {s.name: s for s in memory_tool_specs(memory, max_output_tokens=bound)}["query_memory"]
+    answer = query.run(artifact_namespace="logs-1", query="FAILED E-4711", top_n=5)
+    assert answer.startswith('2 of 5 passages from artifact_namespace "logs-1"')
+    assert "(the rest past the answer budget)" in answer.split("\n", 1)[0]
+    assert "\n\n[2] (page " in answer and "\n\n[3] " not in answer
+    assert "[... cut" not in answer and answer.endswith(found[1].to_text())
+    assert memory.tokenizer.count(answer) <= bound
+    # all five fit a large bound: all five counted, no note
+    roomy = {s.name: s for s in memory_tool_specs(memory, max_output_tokens=20_000)}
+    everything = roomy["query_memory"].run(
+        artifact_namespace="logs-1", query="FAILED E-4711", top_n=5
+    )
+    assert everything.startswith('5 passage(s) from artifact_namespace "logs-1"')
+    assert "\n\n[5] (page " in everything and "budget" not in everything.split("\n", 1)[0]
+
+
 def test_json_outline_and_query(tools: dict[str, MemoryToolSpec]) -> None:
     outline = run(tools, "json_memory", artifact_namespace="jobs-1")
     assert outline.startswith('JSON outline of artifact_namespace "jobs-1":')
@@ -186,8 +210,11 @@ def test_query_and_summarize(tools: dict[str, MemoryToolSpec], memory: TaskMemor
     hits = run(tools, "query_memory", artifact_namespace="logs-1", query="FAILED E-4711", top_n=2)
     best = memory.query("logs-1", "FAILED E-4711", top_n=2).value[0]
     # the answer is cut to BOUND tokens, less than a passage: it names the best
-    # passage's page and starts with its text
-    assert hits.startswith('2 passage(s) from artifact_namespace "logs-1"')
+    # passage's page and starts with its text, and its header counts that one passage
+    assert hits.startswith(
+        '1 of 2 passages from artifact_namespace "logs-1" (memory_name "TaskMemory") '
+        "(the rest past the answer budget), best first:"
+    )
     assert "req=1234 FAILED" in best.value
     assert f"[1] (page {best.meta['page']})\n{best.value[:200]}" in hits
     # no summarizer given: an excerpt that says so, with the one failed request, numbered

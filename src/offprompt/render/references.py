@@ -111,7 +111,7 @@ class NamespaceInfo:
         )
 
     def size_text(self) -> str:
-        """``"5.2 MB, 1,234,567 tokens"``, or ``"size unknown"``."""
+        """``"5.2 MiB, 1,234,567 tokens"``, or ``"size unknown"``."""
         parts = []
         if self.bytes is not None:
             parts.append(human_bytes(self.bytes))
@@ -121,18 +121,18 @@ class NamespaceInfo:
 
 
 def human_bytes(count: int) -> str:
-    """``1536`` → ``"1.5 KB"`` (powers of 1024, one decimal).
+    """``1536`` → ``"1.5 KiB"`` (powers of 1024, so binary units, one decimal).
 
     Example:
         >>> human_bytes(5 * 1024 * 1024)
-        '5.0 MB'
+        '5.0 MiB'
     """
     value = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(value) < 1024 or unit == "GB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
             return f"{count} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
-    return f"{value:.1f} TB"  # unreachable; keeps type checkers calm
+    return f"{value:.1f} TiB"  # unreachable; keeps type checkers calm
 
 
 def find_references(text: str) -> list[OffpromptReference]:

@@ -385,11 +385,32 @@ class _Tools:
         where = f'artifact_namespace "{args.artifact_namespace}" (memory_name "{memory.name}")'
         if not hits:
             return f"No passage of {where} matches the query."
-        parts = [f"{len(hits)} passage(s) from {where}, best first:"]
-        parts += [
+        blocks = [
             f"[{i}] (page {h.meta.get('page')})\n{h.to_text()}" for i, h in enumerate(hits, 1)
         ]
-        return "\n\n".join(parts)
+
+        def answer(shown: int) -> str:
+            if shown == len(hits):
+                head = f"{shown} passage(s) from {where}, best first:"
+            else:
+                head = (
+                    f"{shown} of {len(hits)} passages from {where} (the rest past the "
+                    "answer budget), best first:"
+                )
+            return "\n\n".join([head, *blocks[:shown]])
+
+        # The header counts what the model gets: the passages that fit the bound whole
+        # (at least the best one, which the bound may then cut), not all that were found.
+        whole = answer(len(hits))
+        if memory.tokenizer.count(whole) <= self.max_output_tokens:
+            return whole
+        shown = 1
+        while (
+            shown + 1 < len(hits)
+            and memory.tokenizer.count(answer(shown + 1)) <= self.max_output_tokens
+        ):
+            shown += 1
+        return answer(shown)
 
     def grep(self, args: GrepMemoryArgs) -> str:
         memory = self.resolve(args)
