@@ -16,6 +16,7 @@ Tree::
     │   ├── PatternError         a grep pattern that is empty or not a valid regex
     │   ├── JsonQueryError       a JMESPath expression that does not parse or run
     │   ├── NotJsonError         a task-memory namespace that does not hold JSON
+    │   ├── SqlError             a SQL query refused, failed, or past its limits
     │   └── RangeError           a page or line range outside the stored output
     ├── DeserializationError     a payload cannot be turned back into an object
     │   └── UnknownTypeError     a ``type`` discriminator nobody registered
@@ -79,6 +80,7 @@ __all__ = [
     "RemoteError",
     "ScriptExhaustedError",
     "SerializationError",
+    "SqlError",
     "StorageError",
     "StorageMismatchError",
     "SummarizationError",
@@ -151,6 +153,10 @@ class JsonQueryError(ValidationError):
 
 class NotJsonError(ValidationError):
     """A task-memory namespace whose output is not JSON (nor JSON lines)."""
+
+
+class SqlError(ValidationError):
+    """A query ``sql_memory`` refused, or that failed or ran out of time or memory."""
 
 
 class RangeError(ValidationError):

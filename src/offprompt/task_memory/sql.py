@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offprompt.errors import OffpromptError, ValidationError
+from offprompt.errors import OffpromptError, SqlError, ValidationError
 
 __all__ = [
     "SqlError",
@@ -41,10 +41,6 @@ __all__ = [
 ]
 
 _INSTALL_HINT = 'SQL over stored outputs needs DuckDB: pip install "offprompt[sql]"'
-
-
-class SqlError(ValidationError):
-    """A query ``sql_memory`` refused, or that failed or ran out of time or memory."""
 
 
 def sql_available() -> bool:
